@@ -1,0 +1,60 @@
+# methodkit: `make demo` and `make test` work from a clean clone on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+# The pinned CPU build; plain `torch` would pull a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= all,test
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.methodkit-installed
+# Debian packages some data loaders read (installed with apt when missing, never at run time).
+APT_PACKAGES ?=
+
+.PHONY: install demo test test-all bench man completions check clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstalls only when pyproject.toml changes, so a second run installs nothing.
+$(STAMP): pyproject.toml | $(BIN)/python
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then (apt-get update -qq && apt-get install -y -qq $$missing) || echo "warning: could not apt-get install$$missing"; fi
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_SPEC)
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/python -P -m methodkit.cli._demo
+
+test: install
+	$(BIN)/pytest -q -m "not slow and not gpu"
+
+test-all: install
+	$(BIN)/pytest -q
+
+bench: install
+	$(BIN)/python -P bench/run_all.py
+
+man: install
+	rm -f man/*.1
+	$(BIN)/python -P -m methodkit.cli._docs man man
+
+completions: install
+	rm -rf completions/bash completions/zsh completions/fish
+	$(BIN)/python -P -m methodkit.cli._docs completions completions
+
+# Fails when ruff reports an error or when man/ or completions/ are stale.
+check: install
+	$(BIN)/ruff check cli core tools tests bench
+	@tmp=$$(mktemp -d); \
+	$(BIN)/python -P -m methodkit.cli._docs man $$tmp/man && \
+	$(BIN)/python -P -m methodkit.cli._docs completions $$tmp/completions && \
+	diff -r $$tmp/man man && diff -r $$tmp/completions completions \
+	  || { echo "man/ or completions/ are stale: run 'make man completions' and commit"; rm -rf $$tmp; exit 1; }; \
+	rm -rf $$tmp
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,1 @@
+"""methodkit.cli: one thin click command per executable."""

@@ -1,0 +1,406 @@
+"""What every executable shares: the command classes, common options, I/O and the error handler.
+
+A command module stays thin: declare options, build a `Run`, read through it,
+call tools/, emit through it. This module imports only click at start-up so that
+`--help`, `--version` and shell completion stay fast; everything heavy is imported
+inside functions.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+from methodkit.core.errors import MethodkitError, UsageError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "json")
+DEVICES = ("auto", "cpu", "cuda")
+
+_state = {"verbose": 0}
+_console = None
+
+
+def err_console():
+    """The one stderr Console: soft-wrapped, no highlighting (user data must be escaped)."""
+    global _console
+    if _console is None:
+        from rich.console import Console
+
+        _console = Console(stderr=True, soft_wrap=True, highlight=False)
+    return _console
+
+
+def warn(prog: str, message: str) -> None:
+    """One `prog: warning: message` line on stderr."""
+    from rich.markup import escape
+
+    err_console().print(f"{escape(prog)}: warning: {escape(message)}")
+
+
+def _fail(prog: str, message: str, code: int) -> None:
+    from rich.markup import escape
+
+    text = " ".join(str(message).split("\n"))
+    err_console().print(f"{escape(prog)}: error: {escape(text)}")
+    sys.exit(code)
+
+
+class _Contract:
+    """Error handling shared by ToolCommand and ToolGroup (CONVENTIONS: Errors)."""
+
+    def main(self, args=None, prog_name=None, **extra):  # noqa: D401 - click API
+        # Like coreutils: a closed pipe ends us quietly with 141, not a traceback.
+        if hasattr(signal, "SIGPIPE"):
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        prog = prog_name or self.name or os.path.basename(sys.argv[0])
+        _state["verbose"] = 0
+        try:
+            result = super().main(args, prog_name=prog, standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else prog
+            _fail(prog, f"{exc.format_message().rstrip('.')}; see '{where} --help'", 2)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            err_console().print(f"{prog}: interrupted")
+            sys.exit(130)
+        except MethodkitError as exc:
+            if _state["verbose"] >= 2:
+                err_console().print_exception()
+            _fail(prog, exc.message, exc.exit_code)
+        except BrokenPipeError:
+            sys.exit(141)
+        except SystemExit:
+            raise
+        except MemoryError:
+            _fail(prog, "out of memory; try a smaller input or fewer threads", 1)
+        except Exception as exc:
+            if _state["verbose"] >= 2:
+                err_console().print_exception()
+            hint = "" if _state["verbose"] >= 2 else " (run with -vv for a traceback)"
+            _fail(prog, f"{type(exc).__name__}: {exc}{hint}", 1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+class ToolCommand(_Contract, click.Command):
+    """A single-job executable."""
+
+
+class ToolGroup(_Contract, click.Group):
+    """An executable with verbs; its subcommands share the same contract."""
+
+    command_class = click.Command
+    group_class = click.Group
+
+
+def _version_option(f):
+    return click.version_option(
+        None, "-V", "--version", package_name="methodkit", message="%(prog)s (methodkit) %(version)s"
+    )(f)
+
+
+def tool_command(name: str | None = None, **kwargs):
+    """Decorator for a single-job executable (adds -h and -V, installs the error handler)."""
+
+    def deco(f):
+        return click.command(name=name, cls=ToolCommand, context_settings=CONTEXT_SETTINGS, **kwargs)(
+            _version_option(f)
+        )
+
+    return deco
+
+
+def tool_group(name: str | None = None, **kwargs):
+    """Decorator for an executable with verbs (`chess-wm build|train|eval`)."""
+
+    def deco(f):
+        return click.group(name=name, cls=ToolGroup, context_settings=CONTEXT_SETTINGS, **kwargs)(_version_option(f))
+
+    return deco
+
+
+# ---------------------------------------------------------------- shared options
+
+
+def _remember_verbosity(ctx, param, value):
+    _state["verbose"] = max(_state["verbose"], value or 0)
+    return value
+
+
+def input_argument(name: str = "input", required: bool = False):
+    """Positional INPUT, default `-` (stdin)."""
+    return click.argument(name, default="-", required=required, metavar=name.upper())
+
+
+def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS):
+    """Add the named shared options (order of the names is the order in --help)."""
+    factories = {
+        "output": lambda: click.option(
+            "-o",
+            "--output",
+            default="-",
+            show_default=True,
+            metavar="PATH",
+            help="Write the result here ('-' = stdout).",
+        ),
+        "format": lambda: click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(formats),
+            default=None,
+            help="Output format [default: from the -o extension; CSV/JSON on a pipe, a table on a terminal].",
+        ),
+        "in_format": lambda: click.option(
+            "--in-format",
+            type=click.Choice(in_formats),
+            default=None,
+            help="Format of INPUT when it is stdin or has no known extension [default: csv].",
+        ),
+        "seed": lambda: click.option("--seed", type=int, default=0, show_default=True, help="Random seed."),
+        "device": lambda: click.option(
+            "--device", type=click.Choice(DEVICES), default="auto", show_default=True, help="Where to compute."
+        ),
+        "threads": lambda: click.option(
+            "-j", "--threads", type=click.IntRange(min=0), default=0, show_default=True, help="Threads (0 = all cores)."
+        ),
+        "meta": lambda: click.option(
+            "--meta", metavar="PATH", default=None, help="Write a run record (tool, version, argv, seed, timing) here."
+        ),
+        "force": lambda: click.option("--force", is_flag=True, help="Overwrite existing output files."),
+        "quiet": lambda: click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
+        "verbose": lambda: click.option(
+            "-v",
+            "--verbose",
+            count=True,
+            callback=_remember_verbosity,
+            expose_value=True,
+            is_eager=True,
+            help="More on stderr (-v phases, -vv tracebacks).",
+        ),
+    }
+    unknown = set(names) - set(factories)
+    if unknown:
+        raise ValueError(f"unknown common options: {sorted(unknown)}")
+
+    def deco(f):
+        for option in reversed(names):
+            f = factories[option]()(f)
+        return f
+
+    return deco
+
+
+# ---------------------------------------------------------------- a run: input, output, record
+
+
+@dataclass
+class Run:
+    """The state of one invocation: its common options, inputs read, and the run record."""
+
+    tool: str
+    params: dict
+    started: float = field(default_factory=time.time)
+    input_digests: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_context(cls) -> Run:
+        ctx = click.get_current_context()
+        params: dict = {}
+        for c in reversed([c for c in _ancestry(ctx)]):
+            params.update(c.params)
+        return cls(tool=ctx.command_path, params=params)
+
+    # common option values, with their defaults when a command does not offer them
+    @property
+    def output(self) -> str:
+        return self.params.get("output", "-")
+
+    @property
+    def fmt(self) -> str | None:
+        return self.params.get("fmt")
+
+    @property
+    def force(self) -> bool:
+        return bool(self.params.get("force", False))
+
+    @property
+    def seed(self) -> int:
+        return int(self.params.get("seed", 0) or 0)
+
+    @property
+    def quiet(self) -> bool:
+        return bool(self.params.get("quiet", False))
+
+    @property
+    def verbose(self) -> int:
+        return int(self.params.get("verbose", 0) or 0)
+
+    def device(self) -> str:
+        """The resolved device ('cpu' or 'cuda'); --device cuda without a GPU exits 1."""
+        from methodkit.core.backend import resolve_device
+
+        return resolve_device(self.params.get("device", "cpu"))
+
+    def threads(self) -> int:
+        """Apply -j/--threads and return the thread count in force."""
+        from methodkit.core.backend import set_threads
+
+        return set_threads(self.params.get("threads", 0))
+
+    # ---- input
+    def input_bytes(self, path: str):
+        """Read INPUT (file or '-'); a terminal on stdin is a usage error."""
+        from methodkit.core import io
+
+        if str(path) == "-" and sys.stdin.isatty():
+            raise UsageError("provide an input file or pipe data (see --help)")
+        data = io.read_input_bytes(path)
+        self.input_digests[data.name] = data.sha256
+        return data
+
+    def read_table(self, path: str, **kwargs):
+        from methodkit.core import io
+
+        return io.read_table(self.input_bytes(path), self.params.get("in_format"), **kwargs)
+
+    def read_json(self, path: str):
+        from methodkit.core import io
+
+        return io.read_json(self.input_bytes(path))
+
+    # ---- progress
+    def progress(self):
+        """Context manager yielding the progress callback to hand to tools/."""
+        from methodkit.core.progress import reporter
+
+        return reporter(err_console(), quiet=self.quiet, verbose=self.verbose)
+
+    # ---- output
+    def _human_stdout(self, output: str, fmt: str | None) -> bool:
+        return output == "-" and fmt is None and sys.stdout.isatty()
+
+    def emit_result(self, result: dict, output: str | None = None, title: str | None = None) -> None:
+        """A result as one JSON line (a rich key/value table on a terminal); adds meta with --meta."""
+        from methodkit.core import io
+
+        output = self.output if output is None else output
+        record = self.write_meta()
+        if record is not None:
+            result = {**result, "meta": record}
+        if self._human_stdout(output, self.fmt):
+            _print_result_table(result, title or self.tool)
+            return
+        io.write_json(result, output, force=self.force)
+
+    def emit_table(self, frame, output: str | None = None, fmt: str | None = None) -> None:
+        """Row data as CSV/TSV/Parquet/JSONL/JSON (a rich table on a terminal)."""
+        from methodkit.core import io
+
+        output = self.output if output is None else output
+        fmt = self.fmt if fmt is None else fmt
+        kind = io.format_from_path(output, fmt, "csv")
+        if output == "-" and kind in io.BINARY_FORMATS and sys.stdout.isatty():
+            raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE or pipe the output")
+        self.write_meta()
+        if self._human_stdout(output, fmt):
+            _print_frame(frame)
+            return
+        io.write_table(frame, output, kind, force=self.force)
+
+    def meta_record(self) -> dict:
+        from importlib.metadata import version
+
+        digests = self.input_digests
+        return {
+            "tool": self.tool,
+            "version": version("methodkit"),
+            "argv": sys.argv[1:],
+            "seed": self.params.get("seed"),
+            "device": self.params.get("device"),
+            "threads": self.params.get("threads"),
+            "input_sha256": next(iter(digests.values())) if len(digests) == 1 else (digests or None),
+            "started": _dt.datetime.fromtimestamp(self.started, _dt.UTC).isoformat(timespec="seconds"),
+            "seconds": round(time.time() - self.started, 3),
+        }
+
+    def write_meta(self) -> dict | None:
+        """Write the --meta record if asked for; return it (None without --meta)."""
+        path = self.params.get("meta")
+        if not path:
+            return None
+        from methodkit.core import io
+
+        record = self.meta_record()
+        io.write_json(record, path, force=self.force)
+        return record
+
+
+def _ancestry(ctx):
+    while ctx is not None:
+        yield ctx
+        ctx = ctx.parent
+
+
+def _flatten(prefix: str, value: Any, out: list) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out.append((prefix, value))
+
+
+def _print_result_table(result: dict, title: str) -> None:
+    from methodkit.core.io import jsonable
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title), show_header=True)
+    table.add_column("field")
+    table.add_column("value", overflow="fold")
+    rows: list = []
+    _flatten("", jsonable(result), rows)
+    for key, value in rows:
+        text = "" if value is None else (f"{value:.6g}" if isinstance(value, float) else str(value))
+        table.add_row(escape(key), escape(text))
+    Console(highlight=False).print(table)
+
+
+def _print_frame(frame, limit: int = 40) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(show_header=True)
+    for column in frame.columns:
+        table.add_column(escape(str(column)))
+    for row in frame.head(limit).itertuples(index=False):
+        table.add_row(*[escape("" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v))) for v in row])
+    console = Console(highlight=False)
+    console.print(table)
+    if len(frame) > limit:
+        console.print(f"… {len(frame) - limit} more rows (pipe or use -o to get them all)")
+
+
+# ---------------------------------------------------------------- make demo
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One end-to-end run for `make demo`: a bash pipeline and where its headline figure is.
+
+    `headline` is a dotted key into the JSON object printed last on stdout, or
+    'rows' to count the data rows of CSV output.
+    """
+
+    command: str
+    input: str
+    headline: str
+    label: str = ""

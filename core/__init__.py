@@ -1,0 +1,1 @@
+"""methodkit.core: method-agnostic building blocks shared by every tool."""

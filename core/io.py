@@ -1,0 +1,392 @@
+"""Reading and writing the standard formats, with errors a user can act on.
+
+Tables: CSV, TSV, Parquet, JSONL, JSON (array of records). Arrays: NPY, NPZ.
+Documents: JSON. `-` is stdin/stdout. `.gz`, `.xz` and `.bz2` inputs are
+decompressed by extension. Every file output goes through `atomic_write`.
+"""
+
+from __future__ import annotations
+
+import bz2
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import lzma
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from methodkit.core.errors import DataError, UsageError
+
+TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "json")
+ARRAY_FORMATS = ("npy", "npz")
+BINARY_FORMATS = ("parquet", "npy", "npz")
+_EXTENSIONS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".npy": "npy",
+    ".npz": "npz",
+}
+_DECOMPRESSORS = {".gz": gzip.decompress, ".xz": lzma.decompress, ".bz2": bz2.decompress}
+
+
+def display_name(path: str | os.PathLike) -> str:
+    """How a path is named in messages (`<stdin>` for `-`)."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def format_from_path(path: str | os.PathLike, explicit: str | None = None, default: str | None = None) -> str:
+    """The format of `path`: the explicit flag wins, then the extension, then `default`."""
+    if explicit:
+        return explicit.lower()
+    name = str(path)
+    if name != "-":
+        suffixes = [s.lower() for s in Path(name).suffixes]
+        if suffixes and suffixes[-1] in _DECOMPRESSORS:
+            suffixes.pop()
+        if suffixes and suffixes[-1] in _EXTENSIONS:
+            return _EXTENSIONS[suffixes[-1]]
+    if default:
+        return default
+    known = ", ".join(sorted(_EXTENSIONS))
+    raise UsageError(f"{display_name(path)}: cannot tell the format from the extension (known: {known}); pass --format")
+
+
+@dataclass(frozen=True)
+class InputBytes:
+    """The bytes of one input, decompressed, with its name and digest (for --meta)."""
+
+    data: bytes
+    name: str
+    sha256: str
+
+
+def read_input_bytes(path: str | os.PathLike) -> InputBytes:
+    """Read a whole input (file or `-`), decompressing .gz/.xz/.bz2 by extension."""
+    name = display_name(path)
+    if str(path) == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        p = Path(path)
+        if p.is_dir():
+            raise DataError(f"{name}: is a directory, expected a file")
+        try:
+            raw = p.read_bytes()
+        except FileNotFoundError:
+            raise DataError(f"{name}: no such file") from None
+        except PermissionError:
+            raise DataError(f"{name}: permission denied") from None
+        decompress = _DECOMPRESSORS.get(p.suffix.lower())
+        if decompress is not None:
+            try:
+                raw = decompress(raw)
+            except Exception as exc:
+                raise DataError(f"{name}: cannot decompress ({exc})") from None
+    return InputBytes(raw, name, hashlib.sha256(raw).hexdigest())
+
+
+def _as_input(source: str | os.PathLike | InputBytes) -> InputBytes:
+    return source if isinstance(source, InputBytes) else read_input_bytes(source)
+
+
+# ---------------------------------------------------------------- tables
+
+_FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+
+
+def read_table(
+    source: str | os.PathLike | InputBytes,
+    fmt: str | None = None,
+    *,
+    default_format: str = "csv",
+    allow_empty: bool = False,
+):
+    """Read a table into a pandas DataFrame; malformed rows are reported with their line number."""
+    import pandas as pd
+
+    src = _as_input(source)
+    name = src.name
+    kind = format_from_path(name if name != "<stdin>" else "-", fmt, default_format)
+    if kind not in TABLE_FORMATS:
+        raise UsageError(f"{name}: '{kind}' is not a table format (expected one of {', '.join(TABLE_FORMATS)})")
+    if not src.data.strip() and kind != "parquet":
+        raise DataError(f"{name}: empty input, expected a {kind.upper()} table")
+    buffer = io.BytesIO(src.data)
+    try:
+        if kind in ("csv", "tsv"):
+            frame = pd.read_csv(buffer, sep="," if kind == "csv" else "\t", engine="c")
+        elif kind == "parquet":
+            frame = pd.read_parquet(buffer)
+        elif kind == "jsonl":
+            frame = pd.read_json(buffer, lines=True, precise_float=True)
+        else:
+            records = json.loads(src.data)
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise DataError(f"{name}: a JSON table must be an array of objects")
+            frame = pd.DataFrame.from_records(records)
+    except DataError:
+        raise
+    except pd.errors.ParserError as exc:
+        match = _FIELDS_RE.search(str(exc))
+        if match:
+            expected, line, saw = match.groups()
+            raise DataError(f"{name}: line {line}: expected {expected} fields, saw {saw}") from None
+        raise DataError(f"{name}: malformed {kind.upper()}: {_first_line(exc)}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{name}: not UTF-8 text (byte {exc.start}); convert it with iconv -t utf-8") from None
+    except ValueError as exc:
+        raise DataError(f"{name}: malformed {kind.upper()}: {_first_line(exc)}") from None
+    except Exception as exc:  # pyarrow raises its own types for corrupt files
+        raise DataError(f"{name}: cannot read as {kind.upper()}: {_first_line(exc)}") from None
+    if not allow_empty and len(frame) == 0:
+        raise DataError(f"{name}: the table has no rows")
+    frame.attrs["source"] = name
+    frame.attrs["format"] = kind
+    return frame
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def row_label(frame, position: int) -> str:
+    """How row `position` (0-based) is named: its file line for CSV/TSV/JSONL, else its row number."""
+    kind = frame.attrs.get("format")
+    if kind in ("csv", "tsv"):
+        return f"line {position + 2}"  # header is line 1
+    if kind == "jsonl":
+        return f"line {position + 1}"
+    return f"row {position + 1}"
+
+
+def require_columns(frame, columns, flag: str | None = None) -> None:
+    """Raise DataError naming the first missing column, the columns present and the flag to fix it."""
+    name = frame.attrs.get("source", "input")
+    present = [str(c) for c in frame.columns]
+    for column in columns:
+        if column not in frame.columns:
+            hint = f"; pass {flag}" if flag else ""
+            raise DataError(f"column '{column}' not found in {name} (columns: {', '.join(present)}){hint}")
+
+
+def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, dtype="float64"):
+    """The given columns as a float array; non-numeric cells and (unless allowed) NaN/inf are errors."""
+    import numpy as np
+    import pandas as pd
+
+    name = frame.attrs.get("source", "input")
+    columns = list(frame.columns if columns is None else columns)
+    require_columns(frame, columns)
+    out = np.empty((len(frame), len(columns)), dtype=dtype)
+    for j, column in enumerate(columns):
+        values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype="float64")
+        original = frame[column]
+        bad_text = np.flatnonzero(np.isnan(values) & original.notna().to_numpy())
+        if bad_text.size:
+            i = int(bad_text[0])
+            raise DataError(
+                f"{name}: {row_label(frame, i)}: column '{column}' is not numeric ({str(original.iloc[i])!r})"
+            )
+        if not allow_nonfinite:
+            bad = np.flatnonzero(~np.isfinite(values))
+            if bad.size:
+                i = int(bad[0])
+                what = "empty/NaN" if np.isnan(values[i]) else "infinite"
+                raise DataError(f"{name}: {row_label(frame, i)}: column '{column}' is {what}; remove or impute it")
+        out[:, j] = values
+    return out
+
+
+def write_table(frame, path: str | os.PathLike = "-", fmt: str | None = None, *, force: bool = False) -> None:
+    """Write a DataFrame as CSV/TSV/Parquet/JSONL/JSON (format from flag or extension, CSV on stdout)."""
+    kind = format_from_path(path, fmt, "csv")
+    if kind not in TABLE_FORMATS:
+        raise UsageError(f"'{kind}' is not a table format (expected one of {', '.join(TABLE_FORMATS)})")
+    binary = kind == "parquet"
+    with atomic_write(path, binary=True, force=force) as handle:
+        if kind in ("csv", "tsv"):
+            text = frame.to_csv(index=False, sep="," if kind == "csv" else "\t", lineterminator="\n", na_rep="")
+            handle.write(text.encode("utf-8"))
+        elif binary:
+            buffer = io.BytesIO()
+            frame.to_parquet(buffer, index=False)
+            handle.write(buffer.getvalue())
+        elif kind == "jsonl":
+            for record in frame.to_dict(orient="records"):
+                handle.write((dumps_json(record) + "\n").encode("utf-8"))
+        else:
+            handle.write((dumps_json(frame.to_dict(orient="records")) + "\n").encode("utf-8"))
+
+
+# ---------------------------------------------------------------- arrays and documents
+
+
+def read_arrays(source: str | os.PathLike | InputBytes) -> dict[str, Any]:
+    """Read NPY (as {'arr_0': a}) or NPZ into a dict of arrays; pickled objects are refused."""
+    import numpy as np
+
+    src = _as_input(source)
+    try:
+        loaded = np.load(io.BytesIO(src.data), allow_pickle=False)
+    except Exception as exc:
+        raise DataError(f"{src.name}: not a NPY/NPZ file ({_first_line(exc)})") from None
+    if isinstance(loaded, np.ndarray):
+        return {"arr_0": loaded}
+    with loaded:
+        return {key: loaded[key] for key in loaded.files}
+
+
+def write_arrays(
+    path: str | os.PathLike, arrays: dict[str, Any], *, force: bool = False, compressed: bool = True
+) -> None:
+    """Write arrays as NPZ (or NPY when the path ends in .npy and there is one array)."""
+    import numpy as np
+
+    kind = format_from_path(path, None, "npz")
+    buffer = io.BytesIO()
+    if kind == "npy":
+        if len(arrays) != 1:
+            raise UsageError(f"{display_name(path)}: NPY holds one array, got {len(arrays)}; use .npz")
+        np.save(buffer, next(iter(arrays.values())), allow_pickle=False)
+    elif compressed:
+        np.savez_compressed(buffer, **arrays)
+    else:
+        np.savez(buffer, **arrays)
+    with atomic_write(path, binary=True, force=force) as handle:
+        handle.write(buffer.getvalue())
+
+
+def read_json(source: str | os.PathLike | InputBytes):
+    """Read one JSON document."""
+    src = _as_input(source)
+    try:
+        return json.loads(src.data)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{src.name}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{src.name}: not UTF-8 text") from None
+
+
+def read_jsonl(source: str | os.PathLike | InputBytes) -> list:
+    """Read JSON Lines into a list of objects, naming the first malformed line."""
+    src = _as_input(source)
+    out = []
+    for number, line in enumerate(src.data.decode("utf-8", errors="strict").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{src.name}: line {number}: invalid JSON ({exc.msg})") from None
+    return out
+
+
+def jsonable(value):
+    """Convert NumPy scalars/arrays, paths and non-finite floats (-> None) into JSON-ready values."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    tolist = getattr(value, "tolist", None)  # NumPy scalars and arrays
+    if callable(tolist):
+        return jsonable(tolist())
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return jsonable(to_dict())
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def dumps_json(value) -> str:
+    """One-line JSON with NaN/Inf written as null."""
+    return json.dumps(jsonable(value), ensure_ascii=False, allow_nan=False)
+
+
+def write_json(value, path: str | os.PathLike = "-", *, force: bool = False, indent: int | None = None) -> None:
+    """Write one JSON document (one line unless indent is given) followed by a newline."""
+    text = dumps_json(value) if indent is None else json.dumps(jsonable(value), indent=indent, allow_nan=False)
+    with atomic_write(path, binary=True, force=force) as handle:
+        handle.write((text + "\n").encode("utf-8"))
+
+
+# ---------------------------------------------------------------- atomic output
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, *, binary: bool = True, force: bool = False) -> Iterator[IO]:
+    """Yield a handle whose content replaces `path` only if the block completes.
+
+    A temporary file in the same folder is renamed over the target on success and
+    removed on any exception (SIGTERM is turned into an exception while writing),
+    so a failed run never leaves a partial or clobbered output. `-` is stdout.
+    An existing file is refused unless `force`.
+    """
+    if str(path) == "-":
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
+        return
+    target = Path(path)
+    if target.exists() and not force:
+        raise UsageError(f"{target}: already exists; pass --force to overwrite")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{target}: folder {folder} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
+    with _sigterm_raises():
+        try:
+            with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+
+class Terminated(SystemExit):
+    """Raised in place of SIGTERM's default action so that cleanup runs (exit status 143)."""
+
+    def __init__(self):
+        super().__init__(128 + signal.SIGTERM)
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """Within the block, SIGTERM raises Terminated (main thread only; elsewhere a no-op)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

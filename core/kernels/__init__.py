@@ -1,0 +1,1 @@
+"""Numba (and CuPy) kernels used by more than one method, one module per topic."""

@@ -1,0 +1,126 @@
+"""cli._common: one-line errors with the right exit status, stdin rule, --meta, --force."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+TOOL = r'''
+import sys
+import click
+from methodkit.cli._common import Run, common_options, input_argument, tool_command
+from methodkit.core.errors import DataError, RunFailure, CheckFailed
+
+@tool_command(name="demo-tool")
+@input_argument()
+@common_options("output", "format", "in_format", "seed", "meta", "force", "quiet", "verbose")
+@click.option("--fail", type=click.Choice(["none", "data", "run", "check", "bug", "interrupt"]), default="none")
+def main(input, fail, **_):
+    """Sum the columns of a table.
+
+    \b
+    EXAMPLES
+      demo-tool data.csv
+
+    \b
+    EXIT STATUS
+      0  success
+    """
+    run = Run.from_context()
+    frame = run.read_table(input)
+    if fail == "data":
+        raise DataError("bad [data] in file")
+    if fail == "run":
+        raise RunFailure("diverged")
+    if fail == "check":
+        raise CheckFailed("p = 0.01 < 0.05")
+    if fail == "bug":
+        raise ZeroDivisionError("division by zero")
+    if fail == "interrupt":
+        raise KeyboardInterrupt
+    run.emit_result({"sum": float(frame.select_dtypes("number").to_numpy().sum()), "nan": float("nan")})
+
+main(prog_name="demo-tool")
+'''
+
+
+@pytest.fixture
+def tool(tmp_path):
+    script = tmp_path / "tool.py"
+    script.write_text(TOOL)
+
+    def call(*args, input=b"a,b\n1,2\n3,4\n", cwd=tmp_path, stdin=None):
+        kwargs = {"stdin": stdin} if stdin is not None else {"input": input}
+        return subprocess.run([sys.executable, "-P", str(script), *args], capture_output=True, cwd=cwd, **kwargs)
+
+    return call
+
+
+def test_result_is_one_json_line_with_null_for_nan(tool):
+    proc = tool("-")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b'{"sum": 10.0, "nan": null}\n'
+
+
+@pytest.mark.parametrize(
+    "fail, code, text",
+    [
+        ("data", 2, "demo-tool: error: bad [data] in file"),
+        ("run", 1, "demo-tool: error: diverged"),
+        ("check", 3, "demo-tool: error: p = 0.01 < 0.05"),
+        ("bug", 1, "demo-tool: error: ZeroDivisionError: division by zero (run with -vv for a traceback)"),
+        ("interrupt", 130, "demo-tool: interrupted"),
+    ],
+)
+def test_exit_statuses_and_one_line(tool, fail, code, text):
+    proc = tool("--fail", fail)
+    assert proc.returncode == code
+    assert proc.stdout == b""
+    assert proc.stderr.decode().strip() == text
+
+
+def test_traceback_only_with_vv(tool):
+    proc = tool("--fail", "bug", "-vv")
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr.decode()
+
+
+def test_usage_error_is_one_line_exit_2(tool, one_line_error):
+    proc = tool("--no-such-flag")
+    one_line_error(proc, "demo-tool", "No such option '--no-such-flag'; see 'demo-tool --help'")
+
+
+def test_malformed_row_through_cli(tool, one_line_error):
+    proc = tool("-", input=b"a,b\n1,2\n3,4,5\n")
+    one_line_error(proc, "demo-tool", "<stdin>: line 3: expected 2 fields, saw 3")
+
+
+def test_terminal_stdin_is_refused(tool, one_line_error):
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = tool(stdin=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+    one_line_error(proc, "demo-tool", "provide an input file or pipe data")
+
+
+def test_meta_record_and_force(tool, tmp_path):
+    (tmp_path / "d.csv").write_text("a\n1\n2\n")
+    proc = tool("d.csv", "-o", "r.json", "--meta", "m.json")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((tmp_path / "m.json").read_text())
+    assert meta["tool"] == "demo-tool" and meta["seed"] == 0
+    assert len(meta["input_sha256"]) == 64
+    assert json.loads((tmp_path / "r.json").read_text())["meta"]["input_sha256"] == meta["input_sha256"]
+    before = (tmp_path / "r.json").read_bytes()
+    proc = tool("d.csv", "-o", "r.json")
+    assert proc.returncode == 2 and b"already exists; pass --force" in proc.stderr
+    assert (tmp_path / "r.json").read_bytes() == before
+    assert tool("d.csv", "-o", "r.json", "--force").returncode == 0

@@ -1,0 +1,1 @@
+"""methodkit.tools: each method as a library (no click, no printing, no sys.exit)."""
