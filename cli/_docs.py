@@ -110,7 +110,9 @@ def man_page(name: str, command: click.Command, version: str) -> str:
     sections.sort(key=lambda s: order.index(s[0]) if s[0] in order else len(order))
     for head, lines in sections:
         out += [f".SH {head}", ".nf", _roff("\n".join(lines).rstrip()), ".fi"]
-    others = sorted(n for n in executables() if n != name)
+    # Same family (shared first word) plus the data tool: new executables never touch other pages.
+    family = name.split("-")[0]
+    others = sorted(n for n in executables() if n != name and (n.split("-")[0] == family or n == "methodkit-data"))
     if others:
         out += [".SH SEE ALSO", ", ".join(f"\\fB{_roff(o)}\\fR(1)" for o in others)]
     return "\n".join(out) + "\n"

@@ -8,6 +8,7 @@ own topic and list it in `_PROVIDERS`, so `methodkit-data list` shows them all.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,9 +26,24 @@ class Dataset:
 
 
 _REGISTRY: dict[str, Dataset] = {}
-# Modules that register more data sets when imported (added by later methods).
+# Modules that register more data sets when imported: core ones listed here, and every
+# `methodkit.tools.<method>.datasets` module, found by name so a method adds data without editing this file.
 _PROVIDERS: list[str] = []
 _loaded_providers = False
+
+
+def _tool_providers() -> list[str]:
+    import pkgutil
+
+    import methodkit.tools as tools
+
+    found = []
+    for package in pkgutil.iter_modules(tools.__path__):
+        if package.ispkg:
+            spec = importlib.util.find_spec(f"methodkit.tools.{package.name}.datasets")
+            if spec is not None:
+                found.append(spec.name)
+    return sorted(found)
 
 
 def register(dataset: Dataset) -> Dataset:
@@ -41,7 +57,7 @@ def _load_providers() -> None:
     global _loaded_providers
     if not _loaded_providers:
         _loaded_providers = True
-        for module in _PROVIDERS:
+        for module in [*_PROVIDERS, *_tool_providers()]:
             importlib.import_module(module)
 
 
