@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, tool_group
 
 DEMO = [
@@ -41,6 +42,7 @@ def main():
 def list_(**_):
     """List the data sets: name, rows, columns, source package, licence, description."""
     import pandas as pd
+
     from methodkit.core import datasets
 
     run = Run.from_context()
