@@ -1,6 +1,6 @@
 """The one torch training loop shared by every method that trains a network.
 
-AdamW; linear warmup then cosine decay to a floor; global gradient clipping; a data
+AdamW (or SGD with momentum); linear warmup then cosine decay to a floor; global gradient clipping; a data
 order that is a pure function of (seed, epoch), so a resumed run sees the same
 batches; progress with ETA through the callback; a `log.csv` row per logged step;
 atomic checkpoints (model + optimizer state, safetensors) every N steps and at the
@@ -25,6 +25,8 @@ from methodkit.core import checkpoint
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 
+OPTIMIZERS = ("adamw", "sgd")
+
 
 @dataclass
 class TrainConfig:
@@ -40,6 +42,7 @@ class TrainConfig:
     log_every: int = 50
     checkpoint_every: int = 0  # 0: only at the end
     seed: int = 0
+    optimizer: str = "adamw"  # adamw | sgd (SGD uses beta1 as momentum)
 
     def __post_init__(self):
         if self.steps <= 0:
@@ -48,6 +51,8 @@ class TrainConfig:
             raise UsageError(f"--batch-size must be positive, got {self.batch_size}")
         if self.lr <= 0:
             raise UsageError(f"--lr must be positive, got {self.lr}")
+        if self.optimizer not in OPTIMIZERS:
+            raise UsageError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
 
 
 def learning_rate(step: int, cfg: TrainConfig) -> float:
@@ -129,7 +134,10 @@ def train(
 
     torch.manual_seed(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "sgd":
+        optimizer = torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.beta1, weight_decay=cfg.weight_decay)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay)
     spec = spec or {}
     folder = Path(run_dir) if run_dir is not None else None
     ckpt = folder / "model.safetensors" if folder is not None else None

@@ -116,3 +116,13 @@ def test_checkpoint_spec_mismatch_names_both_hashes(tmp_path):
     assert checkpoint.spec_hash({"vocab": 11}) in info.value.message
     with pytest.raises(DataError, match="no such checkpoint"):
         checkpoint.load(tmp_path / "nope.safetensors")
+
+
+def test_sgd_with_momentum_fits_too():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    loss_fn, w = _problem()
+    result = train(model, loss_fn, 64, TrainConfig(steps=300, batch_size=16, lr=0.05, optimizer="sgd", beta1=0.9))
+    assert result.final_loss < 1e-2
+    with pytest.raises(Exception, match="optimizer must be one of"):
+        TrainConfig(steps=1, optimizer="lion")
