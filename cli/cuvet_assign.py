@@ -203,7 +203,7 @@ def fit_cmd(
           --arm-costs 0,1,2,3,4 --cost-on-outcome --budget-frac 0.4 --bayes -o m.json
     """
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
+    from methodkit.core.errors import DataError, UsageError
     from methodkit.tools.cuvet.model import fit
     from methodkit.tools.cuvet.tree import TreeParams
 
@@ -212,6 +212,8 @@ def fit_cmd(
     frame = run.read_table(input)
     if (budget is None) == (budget_frac is None):
         raise UsageError("pass exactly one of --budget B and --budget-frac f")
+    if not (budget if budget is not None else budget_frac) > 0:
+        raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
     data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude)
     with run.progress() as cb:
         model = fit(

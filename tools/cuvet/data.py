@@ -238,7 +238,8 @@ def balance_warnings(data: RCT) -> list[str]:
                 continue
             sd = np.sqrt(0.5 * (xa.var(ddof=1) + x0.var(ddof=1)))
             smd = abs(xa.mean() - x0.mean()) / sd if sd > 0 else 0.0
-            if smd > SMD_WARN:
+            # an SMD above 0.1 that sampling noise explains (3 standard errors) is no evidence (ours)
+            if smd > SMD_WARN and smd > 3.0 * np.sqrt(1.0 / len(xa) + 1.0 / len(x0)):
                 worst.append((smd, f, a))
     if not worst:
         return []
