@@ -15,12 +15,12 @@ DEMO = [
         "CUVET-B IPW uplift vs uniform dose (%, in-sample)",
     ),
     DemoStep(
-        "cuvet-assign gen synthetic --n 60000 -o s.parquet && cuvet-assign bench s.parquet --truth s.parquet.json "
+        "cuvet-assign gen synthetic --n 40000 -o s.parquet && cuvet-assign bench s.parquet --truth s.parquet.json "
         "--treatment treatment --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome "
-        "--methods cuvet-b,uniform,oracle --budgets 0.4 --seeds 1 --folds 2 -q --format jsonl | tail -1",
-        "synthetic 60k",
+        "--methods uniform,oracle,cuvet-b --budgets 0.4 --seeds 1 --folds 2 -q --format jsonl | tail -1",
+        "synthetic 40k",
         "oracle_frac",
-        "oracle row: fraction of oracle incremental value",
+        "CUVET-B share of the oracle's incremental value",
     ),
 ]
 

@@ -263,12 +263,16 @@ def best_split(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_m
 # ---------------------------------------------------------------- the Lagrangian LP step
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def lagrangian_choice(v, c, lam):
-    """Each user's argmax_t v - lam c (lowest-cost arm among exact ties); returns (arm, cost sum, value sum)."""
+    """Each user's argmax_t v - lam c (lowest-cost arm among exact ties).
+
+    Serial on purpose: one pass is memory-bound and runs ~100 times per solve, so a
+    parallel region's start-up costs more than it saves (measured in bench/cuvet.py).
+    """
     n, k = v.shape
     arm = np.empty(n, dtype=np.int64)
-    for i in prange(n):
+    for i in range(n):
         best = 0
         best_s = v[i, 0] - lam * c[i, 0]
         for a in range(1, k):

@@ -89,6 +89,7 @@ def grow(
     `histogram` and `split_finder` default to the Numba kernels; the benchmark passes the
     pure-NumPy reference to check that it grows the identical tree.
     """
+    subtract = histogram is None  # the sibling trick; the reference path computes every histogram
     histogram = histogram or kernels.node_histogram
     split_finder = split_finder or kernels.best_split
     rows = np.ascontiguousarray(rows, dtype=np.int64)
@@ -97,14 +98,19 @@ def grow(
     l_root = kernels.node_value(float(len(rows)), a, b, s, lam)
     min_gain = params.min_gain_frac * max(l_root, 0.0)
     tree = Tree([Node(0, len(rows))])
-    stack = [(0, rows, root_stats)]
+    stack = [(0, rows, root_stats, None)]
     n_leaves = 0
+
+    def can_split(depth: int, size: int) -> bool:
+        return depth < params.max_depth and size >= 2 * params.min_leaf
+
     while stack:
-        k, idx, stats = stack.pop()
+        k, idx, stats, hist = stack.pop()
         nd = tree.nodes[k]
         f, bin_, gain = -1, -1, 0.0
-        if nd.depth < params.max_depth and len(idx) >= 2 * params.min_leaf:
-            hist = histogram(codes_t, idx, t, y, z, N_BINS, n_arms)
+        if can_split(nd.depth, len(idx)):
+            if hist is None:
+                hist = histogram(codes_t, idx, t, y, z, N_BINS, n_arms)
             f, bin_, gain = split_finder(
                 hist, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
             )
@@ -115,13 +121,22 @@ def grow(
         go_left = codes_t[f, idx] <= bin_
         li, ri = idx[go_left], idx[~go_left]
         ls = kernels.arm_stats(li, t, y, z, n_arms)
+        lh = rh = None
+        if subtract and (can_split(nd.depth + 1, len(li)) or can_split(nd.depth + 1, len(ri))):
+            # histogram the smaller child only; the larger one is the parent's minus it (as LightGBM does)
+            if len(li) <= len(ri):
+                lh = histogram(codes_t, li, t, y, z, N_BINS, n_arms)
+                rh = hist - lh
+            else:
+                rh = histogram(codes_t, ri, t, y, z, N_BINS, n_arms)
+                lh = hist - rh
         nd.feature, nd.bin, nd.gain = int(f), int(bin_), float(gain)
         nd.left = len(tree.nodes)
         tree.nodes.append(Node(nd.depth + 1, len(li)))
         nd.right = len(tree.nodes)
         tree.nodes.append(Node(nd.depth + 1, len(ri)))
-        stack.append((nd.right, ri, stats - ls))
-        stack.append((nd.left, li, ls))
+        stack.append((nd.right, ri, stats - ls, rh))
+        stack.append((nd.left, li, ls, lh))
     return tree
 
 
