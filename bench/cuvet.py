@@ -70,7 +70,7 @@ def _lp_scale(rows: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--lp-rows", type=int, default=20_000)
+    parser.add_argument("--lp-rows", type=int, default=5_000)
     parser.add_argument("--lp-scale", type=int, default=1_000_000)
     args = parser.parse_args()
     print("case  size  ours_s  ref_s  ratio")

@@ -95,3 +95,15 @@ def test_paper_effect_cuvet_b_is_cost_feasible_and_beats_uniform_with_strong_eff
     assert by.loc["cuvet-b", "true_feasible"]
     assert by.loc["cuvet-b", "true_value"] > by.loc["uniform", "true_value"]
     assert by.loc["cuvet-b", "oracle_frac"] > by.loc["uniform", "oracle_frac"]
+
+
+def test_thornton_root_dose_response_diminishes():
+    """The issue's sanity check on real data: alpha ~ 0.44, beta ~ 0.23 at the root (we get 0.458, 0.261)."""
+    from methodkit.tools.cuvet import kernels
+
+    frame, side = synth.thornton()
+    data = load_rct(frame, "arm", "got", CostSpec(column="tinc"))
+    assert data.n == 2834 and np.bincount(data.t).tolist() == [623, 560, 580, 190, 509, 372]
+    stats = kernels.arm_stats(np.arange(data.n, dtype=np.int64), data.t, data.y, data.z, data.n_arms)
+    alpha, beta, _, _ = kernels.fit_power_law(stats, 1.0, np.zeros(2), np.zeros((2, 2)))
+    assert 0.40 < alpha < 0.50 and 0.20 < beta < 0.30

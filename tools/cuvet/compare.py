@@ -169,7 +169,7 @@ def run(
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds and folds per (method, budget)."""
-    cols = [c for c in ("value", "cost", "uplift_pct", "true_uplift_pct", "oracle_frac", "aucc") if c in table]
+    cols = [c for c in ("value", "cost", "uplift_pct", "true_uplift_pct", "oracle_frac") if c in table]
     g = table.groupby(["method", "budget_frac"], sort=False)
     out = g[cols].mean()
     out["feasible"] = g["feasible"].mean()

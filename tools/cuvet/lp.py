@@ -14,6 +14,7 @@ import numpy as np
 from methodkit.tools.cuvet import kernels
 
 BISECTION_STEPS = 100
+REL_TOL = 1e-13
 
 
 @dataclass
@@ -52,8 +53,8 @@ def solve(v: np.ndarray, c: np.ndarray, budget: float, choice=None) -> LPSolutio
     arm_lo, tc_lo = arm0, tc0
     for _ in range(BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
+        if mid <= lo or mid >= hi or hi - lo <= REL_TOL * hi:
+            break  # breakpoints closer than this are ties; the mix below resolves them exactly
         arm = choice(v, c, mid)
         tv, tc = kernels.gather_totals(v, c, arm)
         if tc > budget:
