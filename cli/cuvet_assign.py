@@ -1,0 +1,504 @@
+"""cuvet-assign: budgeted treatment assignment with the CUVET cost-per-unit-value equalization tree."""
+
+from __future__ import annotations
+
+import click
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+
+DEMO = [
+    DemoStep(
+        "cuvet-assign gen thornton -o t.parquet -q && cuvet-assign fit t.parquet --treatment arm --value got "
+        "--cost tinc --budget-frac 0.5 --bayes -o m.json && cuvet-assign assign m.json t.parquet -o a.parquet && "
+        "cuvet-assign evaluate t.parquet a.parquet --treatment arm --value got --cost tinc",
+        "thornton_hiv",
+        "uplift_pct",
+        "CUVET-B IPW uplift vs uniform dose (%, in-sample)",
+    ),
+    DemoStep(
+        "cuvet-assign gen synthetic --n 40000 -o s.parquet && cuvet-assign bench s.parquet --truth s.parquet.json "
+        "--treatment treatment --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome "
+        "--methods uniform,oracle,cuvet-b --budgets 0.4 --seeds 1 --folds 2 -q --format jsonl | tail -1",
+        "synthetic 40k",
+        "oracle_frac",
+        "CUVET-B share of the oracle's incremental value",
+    ),
+]
+
+_COST_OPTIONS = [
+    click.option("--treatment", "treatment", metavar="COL", default=None, help="Arm column (0 = control, 1..K)."),
+    click.option("--value", "value", metavar="COL", default=None, help="Value (outcome) column."),
+    click.option("--cost", "cost", metavar="COL", default=None, help="Realized cost column."),
+    click.option(
+        "--arm-costs", metavar="K0,K1,...", default=None, help="Deterministic cost per arm (instead of --cost)."
+    ),
+    click.option(
+        "--cost-on-outcome", is_flag=True, help="With --arm-costs: cost = arm cost x value (paid on conversion)."
+    ),
+    click.option(
+        "--id", "id_col", metavar="COL", default=None, help="User id column [default: 'id' if present, else the row]."
+    ),
+]
+
+
+def _cost_options(f):
+    for option in reversed(_COST_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _load(
+    run: Run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features=None, exclude=(), strata=None
+):
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.cuvet.data import CostSpec, load_rct, parse_arm_costs
+
+    if treatment is None:
+        raise UsageError("pass --treatment COL (the arm column)")
+    if value is None:
+        raise UsageError("pass --value COL (the outcome column)")
+    spec = CostSpec(cost, parse_arm_costs(arm_costs), cost_on_outcome)
+    feats = [f for f in features.split(",") if f] if features else None
+    data = load_rct(frame, treatment, value, spec, feats, id_col, tuple(exclude))
+    if strata is not None:
+        from methodkit.core.io import require_columns
+
+        require_columns(frame, [strata], "--strata")
+        data.strata = frame[strata].to_numpy()[data.rows]
+    prog = run.tool.split()[0]
+    for message in data.warnings:
+        warn(prog, message)
+    return data
+
+
+@tool_group(name="cuvet-assign")
+def main():
+    """Assign treatments under a budget with CUVET, the cost-per-unit-value equalization tree.
+
+    From randomized (RCT) data with arms 0 (control) .. K, a value and a cost, `fit`
+    grows a tree whose leaves are cohorts, fits a diminishing-returns power law
+    dV = alpha * s^beta per cohort, and spends the budget so that the marginal cost
+    per unit value is equal across cohorts (closed form, lambda by bisection).
+    `--bayes` (CUVET-B) shrinks the cohort fits with an empirical-Bayes hierarchical
+    prior and, when cost is realized, keeps a margin so that P(cost <= budget) >= 0.9.
+    `assign` writes each user's arm, `evaluate` scores a policy by IPW on RCT data,
+    `bench` compares CUVET with uniform, ROI-greedy, LightGBM T-learner + LP and (on
+    synthetic data) the oracle. Data sets: `gen` writes the Thornton (2008) HIV-incentive
+    and Cai (2015) insurance trials from causaldata, or an MT-LIFT-like synthetic RCT.
+
+    \b
+    EXAMPLES
+      cuvet-assign gen thornton -o thornton.parquet
+      cuvet-assign fit thornton.parquet --treatment arm --value got --cost tinc \\
+          --budget-frac 0.5 --bayes -o model.json
+      cuvet-assign tree model.json
+      cuvet-assign assign model.json thornton.parquet -o assign.parquet
+      cuvet-assign evaluate thornton.parquet assign.parquet --treatment arm --value got --cost tinc
+      cuvet-assign gen synthetic --n 200000 -o syn.parquet
+      cuvet-assign bench syn.parquet --truth syn.parquet.json --treatment treatment \\
+          --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome -o bench.csv
+
+    \b
+    EXIT STATUS
+      0  success (a budget above the maximum spend is clamped with a warning)
+      1  failure while running
+      2  bad usage or bad input (missing arm, bad labels, negative costs, duplicate ids, budget <= 0)
+      3  evaluate: the policy is not cost-feasible (--strict) or the uplift is below --fail-below
+      130  interrupted
+    """
+
+
+# ---------------------------------------------------------------- gen
+
+
+@main.command("gen")
+@click.argument("source", type=click.Choice(["synthetic", "thornton", "social-insure"]))
+@click.option("--n", "n", type=click.IntRange(min=10), default=20000, show_default=True, help="Synthetic rows.")
+@click.option(
+    "--regime", type=click.Choice(["normal", "sub-percent"]), default="normal", show_default=True, help="Effect sizes."
+)
+@click.option("--truth-seed", type=int, default=0, show_default=True, help="Seed of the true cohorts (synthetic).")
+@click.option("--unit-cost", type=float, default=1.0, show_default=True, help="Cost of one session (social-insure).")
+@click.option("--with-hiv", is_flag=True, help="Thornton: keep hiv2004 (the test result; not a targeting feature).")
+@click.option("--sidecar", metavar="PATH", default=None, help="JSON sidecar [default: OUTPUT.json when -o is a file].")
+@common_options("output", "format", "seed", "force", "meta", "quiet", "verbose")
+def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
+    """Write an RCT table (Parquet by -o extension) and a JSON sidecar (arm costs, true effects).
+
+    \b
+    EXAMPLES
+      cuvet-assign gen thornton -o thornton.parquet
+      cuvet-assign gen synthetic --n 500000 --seed 1 -o train.parquet
+      cuvet-assign gen social-insure | head -3
+    """
+    from methodkit.core import io
+    from methodkit.tools.cuvet import synth
+
+    run = Run.from_context()
+    if source == "synthetic":
+        frame, side = synth.synthetic(n, run.seed, synth.synthetic_truth(truth_seed, regime))
+        side = {**side, "treatment": "treatment", "value": "conversion", "cost_on_outcome": True, "seed": run.seed}
+    elif source == "thornton":
+        frame, side = synth.thornton(with_hiv)
+    else:
+        frame, side = synth.social_insure(unit_cost)
+    path = sidecar or (f"{run.output}.json" if run.output != "-" else None)
+    if path is not None:
+        io.write_json(side, path, force=run.force, indent=1)
+    run.emit_table(frame)
+
+
+# ---------------------------------------------------------------- fit
+
+
+@main.command("fit")
+@input_argument()
+@_cost_options
+@click.option("--budget", type=float, default=None, help="Total budget for the rows of INPUT.")
+@click.option(
+    "--budget-frac", type=float, default=None, help="Budget as a fraction of giving everyone the costliest arm."
+)
+@click.option("--bayes", is_flag=True, help="CUVET-B: hierarchical Bayesian leaves and a cost-feasibility margin.")
+@click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns].")
+@click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable).")
+@click.option("--max-depth", type=click.IntRange(0, 12), default=4, show_default=True, help="Tree depth.")
+@click.option(
+    "--min-leaf",
+    type=click.IntRange(min=2),
+    default=2000,
+    show_default=True,
+    help="Rows per leaf (scaled down for small data).",
+)
+@click.option(
+    "--min-arm", type=click.IntRange(min=1), default=50, show_default=True, help="Rows per arm per child (scaled down)."
+)
+@click.option("--no-honest", is_flag=True, help="Grow and estimate on the same rows (no honesty, no pruning).")
+@common_options("output", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
+def fit_cmd(
+    input,
+    treatment,
+    value,
+    cost,
+    arm_costs,
+    cost_on_outcome,
+    id_col,
+    budget,
+    budget_frac,
+    bayes,
+    features,
+    exclude,
+    max_depth,
+    min_leaf,
+    min_arm,
+    no_honest,
+    **_,
+):
+    """Grow the tree, fit per-leaf power laws and solve lambda; write the model as JSON.
+
+    With -o FILE the model goes there and a one-line summary to stdout; with -o - the model is stdout.
+
+    \b
+    EXAMPLES
+      cuvet-assign fit thornton.parquet --treatment arm --value got --cost tinc --budget-frac 0.5 -o m.json
+      cuvet-assign fit syn.parquet --treatment treatment --value conversion \\
+          --arm-costs 0,1,2,3,4 --cost-on-outcome --budget-frac 0.4 --bayes -o m.json
+    """
+    from methodkit.core import io
+    from methodkit.core.errors import DataError, UsageError
+    from methodkit.tools.cuvet.model import fit
+    from methodkit.tools.cuvet.tree import TreeParams
+
+    run = Run.from_context()
+    run.threads()
+    frame = run.read_table(input)
+    if (budget is None) == (budget_frac is None):
+        raise UsageError("pass exactly one of --budget B and --budget-frac f")
+    if not (budget if budget is not None else budget_frac) > 0:
+        raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
+    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude)
+    with run.progress() as cb:
+        model = fit(
+            data,
+            budget=budget,
+            budget_frac=budget_frac,
+            use_bayes=bayes,
+            seed=run.seed,
+            params=TreeParams(max_depth, min_leaf, min_arm),
+            honest=not no_honest,
+            progress=cb,
+        )
+    prog = run.tool.split()[0]
+    for message in model.warnings[len(data.warnings) :]:
+        warn(prog, message)
+    body = model.to_dict()
+    body["data"] = {"treatment": treatment, "value": value, "id": id_col, "dropped": data.dropped}
+    if run.output == "-":
+        run.emit_result(body)
+        return
+    io.write_json(body, run.output, force=run.force, indent=1)
+    run.emit_result(
+        {
+            "model": run.output,
+            "variant": model.variant,
+            "leaves": len(model.leaves),
+            "lambda": model.lam,
+            "budget_per_user": model.budget_per_user,
+            "working_budget": model.working_budget,
+            "planned_spend": sum(lf.share * lf.spend for lf in model.leaves),
+            "beta_root": model.beta_root,
+            "n": data.n,
+            "dropped": data.dropped,
+        },
+        output="-",
+    )
+
+
+# ---------------------------------------------------------------- assign
+
+
+def _read_model(run: Run, path: str):
+    from methodkit.tools.cuvet.model import CuvetModel
+
+    return CuvetModel.from_dict(run.read_json(path), path)
+
+
+@main.command("assign")
+@click.argument("model_path", metavar="MODEL")
+@input_argument()
+@click.option(
+    "--budget", type=float, default=None, help="Total budget for INPUT's rows [default: the model's per-user budget]."
+)
+@click.option("--id", "id_col", metavar="COL", default=None, help="User id column [default: the row number].")
+@click.option(
+    "--summary",
+    metavar="PATH",
+    default=None,
+    help="Write the budget summary JSON here [default: stdout when -o is a file].",
+)
+@common_options("output", "format", "in_format", "seed", "force", "meta", "quiet", "verbose")
+def assign_cmd(model_path, input, budget, id_col, summary, **_):
+    """Assign each user of INPUT an arm: id, leaf, arm, p_arm, exp_cost, exp_value and pi_0..pi_K.
+
+    Within a leaf the arm mix is split deterministically: users are ordered by a seeded hash of
+    their id and the first floor(pi_b * n_leaf) get the costlier frontier arm b.
+
+    \b
+    EXAMPLES
+      cuvet-assign assign m.json thornton.parquet -o assign.parquet
+      cuvet-assign assign m.json users.csv --id user_id --budget 10000 -o assign.parquet
+    """
+    from methodkit.core import io
+    from methodkit.core.errors import DataError
+    from methodkit.tools.cuvet.assign import assign
+
+    run = Run.from_context()
+    model = _read_model(run, model_path)
+    frame = run.read_table(input)
+    if budget is not None and budget <= 0:
+        raise DataError(f"--budget must be positive, got {budget}")
+    table, info = assign(model, frame, budget=budget, id_col=id_col, seed=run.seed)
+    run.emit_table(table)
+    if summary is not None:
+        io.write_json(info, summary, force=run.force)
+    elif run.output != "-":
+        run.emit_result(info, output="-")
+
+
+# ---------------------------------------------------------------- evaluate
+
+
+@main.command("evaluate")
+@input_argument()
+@click.argument("assignment", required=False, default=None)
+@_cost_options
+@click.option("--propensity", metavar="COL", default=None, help="Column of P(observed arm) [default: arm frequencies].")
+@click.option(
+    "--strata", metavar="COL", default=None, help="Randomization strata: propensities are arm frequencies within them."
+)
+@click.option(
+    "--budget", type=float, default=None, help="Total budget for INPUT's rows [default: the planned exp_cost]."
+)
+@click.option("--deterministic", is_flag=True, help="Score the assigned arm, not the arm mix pi_*.")
+@click.option(
+    "--strict", is_flag=True, help="Feasible only if the 95% upper CI of the cost is within budget; exit 3 if not."
+)
+@click.option("--fail-below", type=float, default=None, help="Exit 3 when the uplift (%) is below this.")
+@click.option("--n-boot", type=click.IntRange(min=10), default=200, show_default=True, help="Bootstrap resamples.")
+@common_options("output", "format", "in_format", "seed", "force", "meta", "quiet", "verbose")
+def evaluate_cmd(
+    input,
+    assignment,
+    treatment,
+    value,
+    cost,
+    arm_costs,
+    cost_on_outcome,
+    id_col,
+    propensity,
+    strata,
+    budget,
+    deterministic,
+    strict,
+    fail_below,
+    n_boot,
+    **_,
+):
+    """IPW value, incremental cost and uplift over the budget-matched uniform policy, with bootstrap CIs.
+
+    \b
+    EXAMPLES
+      cuvet-assign evaluate thornton.parquet assign.parquet --treatment arm --value got --cost tinc
+      cuvet-assign evaluate test.parquet a.parquet --treatment treatment --value conversion \\
+          --arm-costs 0,1,2,3,4 --cost-on-outcome --id id --strict --fail-below 0
+    """
+    from methodkit.core import io
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.cuvet.assign import policy_from_assignment
+    from methodkit.tools.cuvet.baselines import uniform
+    from methodkit.tools.cuvet.evaluate import evaluate, propensities
+
+    run = Run.from_context()
+    frame = run.read_table(input)
+    if assignment is None:
+        raise UsageError("missing ASSIGNMENT (the output of 'cuvet-assign assign')")
+    table = io.read_table(run.input_bytes(assignment))
+    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, strata=strata)
+    if propensity is not None:
+        io.require_columns(frame, [propensity], "--propensity")
+    pi, planned = policy_from_assignment(table, data, deterministic, assignment)
+    e = propensities(data, frame[propensity].to_numpy(dtype=float)[data.rows] if propensity else None)
+    per_user = budget / data.n if budget is not None else planned
+    ref = uniform(data, per_user, data.n)
+    result = evaluate(pi, ref, data, per_user, e=e, seed=run.seed, n_boot=n_boot, strict=strict).to_dict()
+    run.emit_result(result)
+    if strict and not result["feasible"]:
+        raise CheckFailed(
+            f"not cost-feasible: cost upper 95% bound {result['cost_ci'][1]:.6g} > budget {per_user:.6g} per user"
+        )
+    if fail_below is not None and not result["uplift_pct"] >= fail_below:
+        raise CheckFailed(f"uplift {result['uplift_pct']:.4g}% is below --fail-below {fail_below:g}")
+
+
+# ---------------------------------------------------------------- bench
+
+
+@main.command("bench")
+@input_argument()
+@_cost_options
+@click.option(
+    "--methods",
+    default="cuvet,cuvet-b,cuvet-lp,cuvet-b-lp,uniform,roi-greedy,lp-tlearner",
+    show_default=True,
+    help="Comma-separated methods (add 'oracle' with --truth).",
+)
+@click.option("--budgets", default="0.2,0.4,0.6", show_default=True, help="Budget fractions of the max-arm cost.")
+@click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True, help="Seeds (SEED, SEED+1, ...).")
+@click.option(
+    "--folds", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-fitting folds (without --test)."
+)
+@click.option("--test", "test_path", metavar="PATH", default=None, help="Held-out test table instead of folds.")
+@click.option("--truth", metavar="PATH", default=None, help="Synthetic sidecar JSON: true effects, enables 'oracle'.")
+@click.option(
+    "--strata", metavar="COL", default=None, help="Randomization strata: propensities are arm frequencies within them."
+)
+@click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns].")
+@click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable).")
+@common_options("output", "format", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
+def bench_cmd(
+    input,
+    treatment,
+    value,
+    cost,
+    arm_costs,
+    cost_on_outcome,
+    id_col,
+    methods,
+    budgets,
+    seeds,
+    folds,
+    test_path,
+    truth,
+    strata,
+    features,
+    exclude,
+    **_,
+):
+    """Compare CUVET with the baselines over budgets, seeds and folds; one CSV row per run.
+
+    A summary table (means over seeds and folds) goes to stderr unless -q.
+
+    \b
+    EXAMPLES
+      cuvet-assign bench thornton.parquet --treatment arm --value got --cost tinc --budgets 0.5 -o t.csv
+      cuvet-assign bench train.parquet --test test.parquet --truth train.parquet.json \\
+          --treatment treatment --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome \\
+          --methods cuvet,cuvet-b,lp-tlearner,uniform,oracle -o syn.csv
+    """
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.cuvet import compare
+
+    run = Run.from_context()
+    threads = run.threads()
+    frame = run.read_table(input)
+    chosen = [m for m in methods.split(",") if m]
+    unknown = [m for m in chosen if m not in compare.METHODS]
+    if unknown:
+        raise UsageError(f"--methods: unknown {', '.join(unknown)} (known: {', '.join(compare.METHODS)})")
+    try:
+        fracs = [float(b) for b in budgets.split(",") if b]
+    except ValueError:
+        raise UsageError(f"--budgets must be comma-separated fractions, got {budgets!r}") from None
+    if not fracs or any(not 0 < b for b in fracs):
+        raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
+    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude, strata)
+    truth_doc = run.read_json(truth) if truth else None
+    splits = []
+    for s in range(seeds):
+        if test_path is not None:
+            tframe = io.read_table(run.input_bytes(test_path))
+            test = _load(
+                run, tframe, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude, strata
+            )
+            splits.append(compare.Split(data, test, tframe.iloc[test.rows], run.seed + s, 0))
+        else:
+            splits += compare.kfold(data, frame.iloc[data.rows], folds, run.seed + s)
+    with run.progress() as cb:
+        table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads)
+    if not run.quiet:
+        _print_summary(compare.summary(table))
+    run.emit_table(table)
+
+
+def _print_summary(frame) -> None:
+    from methodkit.cli._common import err_console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="cuvet-assign bench (means over seeds and folds)")
+    for column in frame.columns:
+        table.add_column(escape(str(column)))
+    for row in frame.itertuples(index=False):
+        table.add_row(*[escape(f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
+    err_console().print(table)
+
+
+# ---------------------------------------------------------------- tree
+
+
+@main.command("tree")
+@click.argument("model_path", metavar="MODEL")
+@common_options("output", "force", "quiet", "verbose")
+def tree_cmd(model_path, **_):
+    """Print the tree: each split, and each leaf's (n, alpha, beta, spend, arm mix).
+
+    \b
+    EXAMPLES
+      cuvet-assign tree model.json
+    """
+    from methodkit.core import io
+    from methodkit.tools.cuvet.assign import render_tree
+
+    run = Run.from_context()
+    model = _read_model(run, model_path)
+    with io.atomic_write(run.output, force=run.force) as handle:
+        handle.write(render_tree(model).encode("utf-8"))

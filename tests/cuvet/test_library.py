@@ -1,0 +1,165 @@
+"""Known answers and references for the CUVET library: fits, allocation, LP, kernels, Bayes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from methodkit.tools.cuvet import allocate as al
+from methodkit.tools.cuvet import bayes, kernels, lp, tree
+from methodkit.tools.cuvet.binning import N_BINS
+
+
+def _stats_from_means(n, means_v, means_c, var=0.25):
+    """Arm statistics with given means (sums of squares from a variance)."""
+    k = len(means_v)
+    st = np.zeros((k, 5))
+    for a in range(k):
+        st[a] = [n, n * means_v[a], n * (var + means_v[a] ** 2), n * means_c[a], n * means_c[a] ** 2]
+    return st
+
+
+def test_exact_power_law_is_recovered():
+    cost = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    value = 0.1 + 0.02 * cost**0.5
+    a, b, smax, npts = kernels.fit_power_law(_stats_from_means(10_000, value, cost), 1.0, np.zeros(2), np.zeros((2, 2)))
+    assert npts == 4 and smax == pytest.approx(4.0)
+    assert a == pytest.approx(0.02, rel=1e-9) and b == pytest.approx(0.5, rel=1e-9)
+
+
+def test_wls_matches_statsmodels():
+    import statsmodels.api as sm
+
+    rng = np.random.default_rng(3)
+    cost = np.array([0.0, 0.5, 1.2, 2.0, 3.1, 4.0])
+    value = 0.3 + 0.1 * cost**0.4 * np.exp(rng.normal(0, 0.05, 6))
+    st = _stats_from_means(5_000, value, cost)
+    dc, dv, var, ok = kernels.increments(st)
+    arms = kernels.frontier(dc, dv, ok)[1:]
+    w = np.clip(dv[arms] ** 2 / var[arms], 1e-6, 1e6)
+    ref = sm.WLS(np.log(dv[arms]), sm.add_constant(np.log(dc[arms])), weights=w).fit().params
+    a, b, _, _ = kernels.fit_power_law(st, 1.0, np.zeros(2), np.zeros((2, 2)))
+    if 0.05 < ref[1] < 1:
+        assert np.log(a) == pytest.approx(ref[0], rel=1e-8) and b == pytest.approx(ref[1], rel=1e-8)
+
+
+def test_frontier_drops_dominated_and_nonconcave_arms():
+    dc = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    dv = np.array([0.0, 0.1, 0.12, 0.25, 0.2])  # arm 2 under the hull of 1 and 3; arm 4 dominated
+    assert kernels.frontier(dc, dv, np.array([False, True, True, True, True])).tolist() == [0, 1, 3]
+
+
+def test_no_positive_point_never_treats():
+    st = _stats_from_means(1000, [0.5, 0.4, 0.45], [0.0, 1.0, 2.0])
+    a, _, smax, npts = kernels.fit_power_law(st, 1.0, np.zeros(2), np.zeros((2, 2)))
+    assert a == 0.0 and npts == 0 and smax == 0.0
+
+
+def test_allocation_equalizes_marginal_value_and_meets_budget():
+    rng = np.random.default_rng(0)
+    n = rng.integers(100, 1000, 12).astype(float)
+    alpha = rng.uniform(0.01, 0.1, 12)
+    beta = rng.uniform(0.2, 0.8, 12)
+    smax = np.full(12, 1e6)
+    budget = 0.3 * n.sum()
+    out = al.allocate(n, alpha, beta, smax, budget)
+    assert n @ out.spend == pytest.approx(budget, rel=1e-9)
+    marginal = alpha * beta * out.spend ** (beta - 1)
+    assert np.allclose(marginal, out.lam, rtol=1e-9)
+
+
+def test_common_beta_closed_form():
+    n = np.array([100.0, 200.0, 300.0])
+    alpha = np.array([0.02, 0.05, 0.01])
+    out = al.allocate(n, alpha, np.full(3, 0.5), np.full(3, 1e9), 90.0)
+    assert np.allclose(out.spend, al.common_beta_spend(n, alpha, 0.5, 90.0), rtol=1e-8)
+
+
+def test_linear_cohorts_rank_by_roi_with_a_fractional_marginal_cohort():
+    n = np.array([100.0, 100.0, 100.0])
+    out = al.allocate(n, [0.3, 0.2, 0.1], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0], 150.0)
+    assert out.spend.tolist() == pytest.approx([1.0, 0.5, 0.0])
+    assert n @ out.spend == pytest.approx(150.0)
+
+
+def test_budget_above_maximum_is_clamped():
+    out = al.allocate([10.0, 10.0], [0.1, 0.1], [0.5, 0.5], [1.0, 2.0], 100.0)
+    assert out.clamped and out.total == pytest.approx(30.0)
+
+
+def test_realize_mixes_the_bracketing_frontier_arms():
+    mix = al.realize(1.5, [0.0, 1.0, 3.0], [0, 2, 4])
+    assert mix == pytest.approx({2: 0.75, 4: 0.25})
+    assert al.realize(0.0, [0.0, 1.0], [0, 1]) == {0: 1.0}
+
+
+def test_lagrangian_lp_matches_highs():
+    rng = np.random.default_rng(1)
+    n, k = 300, 5
+    c = np.column_stack([np.zeros(n), np.sort(rng.uniform(0.1, 2, (n, k - 1)), axis=1)])
+    v = np.column_stack([np.zeros(n), rng.uniform(-0.1, 1, (n, k - 1))])
+    for budget in (20.0, 100.0, 250.0):
+        ours = lp.solve(v, c, budget)
+        ref = lp.solve_highs(v, c, budget)
+        assert ours.value == pytest.approx(ref.value, rel=1e-6)
+        assert ours.cost <= budget * (1 + 1e-9)
+        assert np.allclose(ours.pi.sum(1), 1.0)
+
+
+def test_histogram_kernel_matches_numpy():
+    rng = np.random.default_rng(2)
+    n, d = 5000, 4
+    codes = rng.integers(0, N_BINS, (d, n)).astype(np.uint8)
+    t = rng.integers(0, 3, n)
+    y, z = rng.random(n), rng.random(n)
+    rows = np.sort(rng.choice(n, 3000, replace=False))
+    ours = kernels.node_histogram(codes, rows, t, y, z, N_BINS, 3)
+    ref = tree.numpy_histogram(codes, rows, t, y, z, N_BINS, 3)
+    assert np.allclose(ours, ref)
+
+
+def test_split_finder_matches_reference_and_finds_the_true_split():
+    rng = np.random.default_rng(4)
+    n, d = 20_000, 3
+    x = rng.integers(0, 64, (d, n)).astype(np.uint8)
+    t = rng.integers(0, 3, n)
+    responsive = x[1] < 20
+    y = (rng.random(n) < 0.2 + responsive * np.array([0.0, 0.2, 0.3])[t]).astype(float)
+    z = np.array([0.0, 1.0, 2.0])[t]
+    rows = np.arange(n)
+    parent = kernels.arm_stats(rows, t, y, z, 3)
+    hist = kernels.node_histogram(x, rows, t, y, z, N_BINS, 3)
+    n_valid = np.full(d, 64)
+    args = (hist, n_valid, parent, 0.05, 200, 20, 0.5, np.zeros(2), np.zeros((2, 2)))
+    f, b, g = kernels.best_split(*args)
+    rf, rb, rg = tree.numpy_split_finder(*args)
+    assert (f, b) == (rf, rb) and g == pytest.approx(rg, rel=1e-9)
+    assert f == 1 and abs(b - 19) <= 8  # the responsive feature, near its true boundary
+
+
+def test_laplace_posterior_shrinks_towards_prior_with_noisy_data():
+    leaf = bayes.LeafData(np.array([1.0, 2.0, 3.0]), np.array([0.02, 0.03, 0.035]), np.full(3, 1e-6))
+    noisy = bayes.LeafData(leaf.dc, leaf.dv, np.full(3, 1.0))
+    mu, sigma = np.array([np.log(0.05), 0.0]), np.eye(2) * 0.1
+    sharp, _ = bayes.laplace(leaf, mu, sigma)
+    vague, cov = bayes.laplace(noisy, mu, sigma)
+    assert np.exp(sharp[0]) == pytest.approx(0.02, rel=0.05)
+    assert np.allclose(vague, mu, atol=1e-3) and np.allclose(cov, sigma, atol=1e-3)
+
+
+def test_expected_spend_solves_the_posterior_first_order_condition():
+    a, b = bayes.draws(
+        bayes.Posterior(np.array([[np.log(0.05), 0.0]]), np.eye(2)[None] * 0.05, np.zeros(2), np.eye(2)), 0
+    )
+    s = bayes.expected_spend(0.02, a, b, np.array([100.0]))
+    marginal = np.mean(a[0] * b[0] * s[0] ** (b[0] - 1))
+    assert marginal == pytest.approx(0.02, rel=1e-6)
+
+
+def test_ipw_bootstrap_kernel_matches_python():
+    rng = np.random.default_rng(5)
+    n = 200
+    pi, y, z, e = rng.random(n), rng.random(n), rng.random(n), np.full(n, 0.5)
+    seeds = np.arange(3, dtype=np.int64)
+    ours = kernels.ipw_bootstrap(pi, pi, pi, y, z, e, seeds)
+    ref = kernels.ipw_bootstrap.py_func(pi, pi, pi, y, z, e, seeds)
+    assert np.allclose(ours, ref)

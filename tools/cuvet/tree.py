@@ -1,0 +1,259 @@
+"""The CUVET tree: a decision-focused partition of the user space into cohorts.
+
+A split is scored by gain = L(left; lam) + L(right; lam) - L(parent; lam), with
+L(k; lam) = n_k max_s [alpha_k s^beta_k - lam s]: value net of priced cost. Structure
+is grown on one half of the rows; the leaves are re-estimated on the other (honesty).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from methodkit.tools.cuvet import kernels
+from methodkit.tools.cuvet.binning import N_BINS, Binner
+
+NO_PRIOR_MU = np.zeros(2)
+NO_PRIOR_PREC = np.zeros((2, 2))
+
+
+@dataclass
+class TreeParams:
+    max_depth: int = 4
+    min_leaf: int = 2000
+    min_arm: int = 50
+    min_gain_frac: float = 1e-3  # gain must exceed this fraction of L(root)
+
+    def scaled(self, n_struct: int, arm_counts: np.ndarray) -> TreeParams:
+        """Scale the size limits to small data (ours): at most n/10 per leaf, 1/4 of the rarest arm per child."""
+        min_leaf = int(min(self.min_leaf, max(20, n_struct // 10)))
+        min_arm = int(min(self.min_arm, max(10, int(arm_counts.min()) // 4)))
+        return TreeParams(self.max_depth, min_leaf, min_arm, self.min_gain_frac)
+
+
+@dataclass
+class Node:
+    depth: int
+    n: int
+    feature: int = -1
+    bin: int = -1
+    left: int = -1
+    right: int = -1
+    leaf: int = -1
+    gain: float = 0.0
+
+
+@dataclass
+class Tree:
+    nodes: list[Node] = field(default_factory=list)
+
+    @property
+    def n_leaves(self) -> int:
+        return sum(1 for nd in self.nodes if nd.leaf >= 0)
+
+    def leaf_of_codes(self, codes_t: np.ndarray) -> np.ndarray:
+        """Leaf index of each column of (d, n) bin codes."""
+        n = codes_t.shape[1]
+        out = np.full(n, -1, dtype=np.int64)
+        stack = [(0, np.arange(n))]
+        while stack:
+            k, rows = stack.pop()
+            nd = self.nodes[k]
+            if nd.leaf >= 0:
+                out[rows] = nd.leaf
+                continue
+            go_left = codes_t[nd.feature, rows] <= nd.bin
+            stack.append((nd.left, rows[go_left]))
+            stack.append((nd.right, rows[~go_left]))
+        return out
+
+
+def grow(
+    codes_t: np.ndarray,
+    n_valid: np.ndarray,
+    rows: np.ndarray,
+    t: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+    n_arms: int,
+    lam: float,
+    params: TreeParams,
+    beta_root: float,
+    prior_mu: np.ndarray = NO_PRIOR_MU,
+    prior_prec: np.ndarray = NO_PRIOR_PREC,
+    histogram=None,
+    split_finder=None,
+) -> Tree:
+    """Grow the tree depth-first on `rows` at a fixed lam.
+
+    `histogram` and `split_finder` default to the Numba kernels; the benchmark passes the
+    pure-NumPy reference to check that it grows the identical tree.
+    """
+    subtract = histogram is None  # the sibling trick; the reference path computes every histogram
+    histogram = histogram or kernels.node_histogram
+    split_finder = split_finder or kernels.best_split
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    root_stats = kernels.arm_stats(rows, t, y, z, n_arms)
+    a, b, s, _ = kernels.fit_power_law(root_stats, beta_root, prior_mu, prior_prec)
+    l_root = kernels.node_value(float(len(rows)), a, b, s, lam)
+    min_gain = params.min_gain_frac * max(l_root, 0.0)
+    tree = Tree([Node(0, len(rows))])
+    stack = [(0, rows, root_stats, None)]
+    n_leaves = 0
+
+    def can_split(depth: int, size: int) -> bool:
+        return depth < params.max_depth and size >= 2 * params.min_leaf
+
+    while stack:
+        k, idx, stats, hist = stack.pop()
+        nd = tree.nodes[k]
+        f, bin_, gain = -1, -1, 0.0
+        if can_split(nd.depth, len(idx)):
+            if hist is None:
+                hist = histogram(codes_t, idx, t, y, z, N_BINS, n_arms)
+            f, bin_, gain = split_finder(
+                hist, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
+            )
+        if f < 0 or gain <= min_gain or gain <= 0:
+            nd.leaf = n_leaves
+            n_leaves += 1
+            continue
+        go_left = codes_t[f, idx] <= bin_
+        li, ri = idx[go_left], idx[~go_left]
+        ls = kernels.arm_stats(li, t, y, z, n_arms)
+        lh = rh = None
+        if subtract and (can_split(nd.depth + 1, len(li)) or can_split(nd.depth + 1, len(ri))):
+            # histogram the smaller child only; the larger one is the parent's minus it (as LightGBM does)
+            if len(li) <= len(ri):
+                lh = histogram(codes_t, li, t, y, z, N_BINS, n_arms)
+                rh = hist - lh
+            else:
+                rh = histogram(codes_t, ri, t, y, z, N_BINS, n_arms)
+                lh = hist - rh
+        nd.feature, nd.bin, nd.gain = int(f), int(bin_), float(gain)
+        nd.left = len(tree.nodes)
+        tree.nodes.append(Node(nd.depth + 1, len(li)))
+        nd.right = len(tree.nodes)
+        tree.nodes.append(Node(nd.depth + 1, len(ri)))
+        stack.append((nd.right, ri, stats - ls, rh))
+        stack.append((nd.left, li, ls, lh))
+    return tree
+
+
+# ---------------------------------------------------------------- the pure-NumPy reference
+
+
+def numpy_histogram(codes_t, rows, t, y, z, n_bins, n_arms):
+    """Reference for kernels.node_histogram with np.bincount."""
+    d = codes_t.shape[0]
+    hist = np.zeros((d, n_bins, n_arms, kernels.N_STATS))
+    tr, yr, zr = t[rows], y[rows], z[rows]
+    weights = [None, yr, yr * yr, zr, zr * zr]
+    for f in range(d):
+        key = codes_t[f, rows].astype(np.int64) * n_arms + tr
+        for s, w in enumerate(weights):
+            hist[f, :, :, s] = np.bincount(key, weights=w, minlength=n_bins * n_arms).reshape(n_bins, n_arms)
+    return hist
+
+
+def numpy_split_finder(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec):
+    """Reference for kernels.best_split: cumulative sums in NumPy, fits through the kernels' Python bodies."""
+    fit = kernels.fit_power_law.py_func
+    value = kernels.node_value.py_func
+    d = hist.shape[0]
+    n_par = parent[:, 0].sum()
+    a0, b0, s0, _ = fit(parent, beta_root, prior_mu, prior_prec)
+    l_par = value(n_par, a0, b0, s0, lam)
+    best = (-1, -1, -np.inf)
+    for f in range(d):
+        cum = np.cumsum(hist[f], axis=0)
+        for b in range(int(n_valid[f]) - 1):
+            left = cum[b]
+            right = parent - left
+            if left[:, 0].min() < min_arm or right[:, 0].min() < min_arm:
+                continue
+            if left[:, 0].sum() < min_leaf or right[:, 0].sum() < min_leaf:
+                continue
+            al, bl, sl, _ = fit(left, beta_root, prior_mu, prior_prec)
+            ar, br, sr, _ = fit(right, beta_root, prior_mu, prior_prec)
+            nl = left[:, 0].sum()
+            g = value(nl, al, bl, sl, lam) + value(n_par - nl, ar, br, sr, lam) - l_par
+            if g > best[2]:
+                best = (f, b, g)
+    if best[0] < 0:
+        return -1, -1, 0.0
+    return best
+
+
+def describe_split(binner: Binner, features: list[str], levels: dict, f: int, b: int) -> dict:
+    """A split in raw units for model.json: a numeric threshold or the levels that go left."""
+    name = features[f]
+    if binner.edges[f] is not None:
+        return {"feature": name, "threshold": float(binner.edges[f][b])}
+    order = binner.orders[f]
+    labels = levels.get(name, [str(i) for i in range(len(order))])
+    return {"feature": name, "left_levels": [labels[i] for i in range(len(order)) if order[i] <= b]}
+
+
+def prune(tree: Tree, struct_stats: list, est_stats: list, lam: float, beta_root: float, prior_mu, prior_prec) -> Tree:
+    """Honest pruning (ours): undo every split that does not pay off on the estimation half.
+
+    Each node's decision (spend and arm mix) is made from its structure-half statistics and
+    scored with its estimation-half increments: n_est * sum_t p_t (dV_t - lam dC_t). A split
+    stays only if its children's honest score beats the parent's. The plug-in gain alone
+    cannot do this: at a fixed lam, splitting never lowers the sum of fitted L.
+    """
+    from methodkit.tools.cuvet.allocate import realize
+
+    st: dict[int, np.ndarray] = {}
+    es: dict[int, np.ndarray] = {}
+
+    def total(k: int) -> None:
+        nd = tree.nodes[k]
+        if nd.leaf >= 0:
+            st[k], es[k] = struct_stats[nd.leaf], est_stats[nd.leaf]
+            return
+        total(nd.left)
+        total(nd.right)
+        st[k], es[k] = st[nd.left] + st[nd.right], es[nd.left] + es[nd.right]
+
+    def value(k: int) -> float:
+        a, b, smax, _ = kernels.fit_power_law(st[k], beta_root, prior_mu, prior_prec)
+        spend = kernels.best_spend(a, b, smax, lam)
+        dc, dv, _, ok = kernels.increments(st[k])
+        arms = kernels.frontier(dc, dv, ok)
+        mix = realize(spend, [dc[x] if x else 0.0 for x in arms], arms)
+        dc_e, dv_e, _, ok_e = kernels.increments(es[k])
+        gain = sum(p * (dv_e[x] - lam * dc_e[x]) for x, p in mix.items() if x and ok_e[x])
+        return float(es[k][:, 0].sum()) * gain
+
+    total(0)
+    keep: dict[int, bool] = {}
+
+    def best(k: int) -> float:  # best honest score of the subtree rooted at k
+        nd = tree.nodes[k]
+        here = value(k)
+        if nd.leaf >= 0:
+            return here
+        below = best(nd.left) + best(nd.right)
+        keep[k] = below > here
+        return max(below, here)
+
+    best(0)
+    out = Tree([])
+
+    def copy(k: int, depth: int) -> int:
+        nd = tree.nodes[k]
+        idx = len(out.nodes)
+        out.nodes.append(Node(depth, nd.n))
+        if nd.leaf < 0 and keep.get(k, False):
+            new = out.nodes[idx]
+            new.feature, new.bin, new.gain = nd.feature, nd.bin, nd.gain
+            new.left = copy(nd.left, depth + 1)
+            new.right = copy(nd.right, depth + 1)
+        else:
+            out.nodes[idx].leaf = sum(1 for x in out.nodes if x.leaf >= 0)
+        return idx
+
+    copy(0, 0)
+    return out
