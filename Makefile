@@ -5,6 +5,10 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= all,test
 BIN := $(VENV)/bin
+# Run tools as modules: works in venvs that see the test extra through a .pth, and -P keeps the
+# repository root off sys.path (bare `core` must not be importable).
+PYTEST := $(BIN)/python -P -m pytest
+RUFF := $(BIN)/python -m ruff
 STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist
@@ -29,10 +33,10 @@ demo: install
 	$(BIN)/python -P -m methodkit.cli._demo
 
 test: install
-	$(BIN)/pytest -q -m "not slow and not gpu"
+	$(PYTEST) -q -m "not slow and not gpu"
 
 test-all: install
-	$(BIN)/pytest -q
+	$(PYTEST) -q
 
 bench: install
 	$(BIN)/python -P bench/run_all.py
@@ -47,7 +51,7 @@ completions: install
 
 # Fails when ruff reports an error or when man/ or completions/ are stale.
 check: install
-	$(BIN)/ruff check cli core tools tests bench
+	$(RUFF) check cli core tools tests bench
 	@tmp=$$(mktemp -d); \
 	$(BIN)/python -P -m methodkit.cli._docs man $$tmp/man && \
 	$(BIN)/python -P -m methodkit.cli._docs completions $$tmp/completions && \

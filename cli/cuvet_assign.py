@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
@@ -470,9 +471,10 @@ def bench_cmd(
 
 
 def _print_summary(frame) -> None:
-    from methodkit.cli._common import err_console
     from rich.markup import escape
     from rich.table import Table
+
+    from methodkit.cli._common import err_console
 
     table = Table(title="cuvet-assign bench (means over seeds and folds)")
     for column in frame.columns:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.tools.cuvet import allocate as al
 from methodkit.tools.cuvet import bayes, kernels, lp, tree
 from methodkit.tools.cuvet.binning import N_BINS

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.cuvet import compare, synth
 from methodkit.tools.cuvet.assign import assign

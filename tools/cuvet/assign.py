@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import DataError
 from methodkit.tools.cuvet.data import encode_features
 from methodkit.tools.cuvet.model import CuvetModel

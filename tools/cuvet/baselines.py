@@ -7,6 +7,7 @@ turned into a policy by the same LP (lp.solve), the paper's "under LP" protocol.
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.cuvet import kernels, lp
 from methodkit.tools.cuvet.allocate import realize
 from methodkit.tools.cuvet.data import RCT

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.cuvet import baselines, synth

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.core.io import require_columns, row_label
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.core.errors import DataError
 from methodkit.core.rng import chunk_seeds
 from methodkit.tools.cuvet import kernels

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.tools.cuvet import kernels
 
 BISECTION_STEPS = 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.cuvet import bayes, kernels

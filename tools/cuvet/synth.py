@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import RunFailure
 
 N_CONT = 15

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.tools.cuvet import kernels
 from methodkit.tools.cuvet.binning import N_BINS, Binner
 
