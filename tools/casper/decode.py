@@ -53,9 +53,17 @@ class Decoder:
         w = 1.0 - np.clip(mu, 0.0, 1.0) + self.tie
         return np.where(self.fixed_zero, np.inf, w)
 
-    def decode(self, mu: np.ndarray) -> Decoded:
+    def decode(self, mu: np.ndarray, upper: np.ndarray | None = None) -> Decoded:
+        """The decode of one soft vector; `upper` (n,) optionally forbids values (upper = 0) for this row."""
         mu = np.asarray(mu[: self.n], dtype=np.float64)
-        return getattr(self, f"_decode_{self.program.structure}")(mu)
+        if upper is None:
+            return getattr(self, f"_decode_{self.program.structure}")(mu)
+        saved = self.fixed_zero
+        self.fixed_zero = saved | (np.asarray(upper[: self.n]) == 0)
+        try:
+            return getattr(self, f"_decode_{self.program.structure}")(mu)
+        finally:
+            self.fixed_zero = saved
 
     # ---- onehot: argmax per group, round free booleans
     def _decode_onehot(self, mu):
@@ -63,7 +71,7 @@ class Decoder:
         w = self.weights(mu)
         for cols in self.group_rows:
             y[cols[np.argmin(w[cols])]] = 1
-        y[self.loose] = mu[self.loose] > 0.5
+        y[self.loose] = (mu[self.loose] > 0.5) & ~self.fixed_zero[self.loose]
         return Decoded(y, "ok", float(np.sum(w[y == 1])))
 
     # ---- flow: vertex-and-edge weighted Dijkstra
@@ -159,7 +167,7 @@ class Decoder:
             c,
             constraints=LinearConstraint(p.A, p.b, p.b),
             integrality=integrality,
-            bounds=Bounds(p.lower, p.upper),
+            bounds=Bounds(p.lower, np.r_[np.where(self.fixed_zero, 0.0, p.upper[: self.n]), p.upper[self.n :]]),
             options={"time_limit": float(self.time_limit)},
         )
         y = np.zeros(self.n, dtype=np.uint8)

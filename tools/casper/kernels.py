@@ -165,3 +165,82 @@ def viterbi_digit_sum(wa, wb, ws, wc, base):
         c_out[i - 1] = cin
         c = cin
     return a_out, b_out, s_out, c_out, best
+
+
+@njit(cache=True)
+def count_sudoku_solutions(grid, size, box, limit):
+    """Number of completions of a Sudoku (0 = empty, 1..size = digits), counting up to `limit`.
+
+    Iterative backtracking on bitmasks, always branching on the empty cell with fewest candidates.
+    """
+    n = size * size
+    g = grid.copy()
+    full = (1 << size) - 1
+    rowm = np.zeros(size, dtype=np.int64)
+    colm = np.zeros(size, dtype=np.int64)
+    boxm = np.zeros(size, dtype=np.int64)
+    for i in range(n):
+        if g[i] > 0:
+            r, c = i // size, i % size
+            b = (r // box) * box + c // box
+            v = 1 << (g[i] - 1)
+            if (rowm[r] & v) or (colm[c] & v) or (boxm[b] & v):
+                return 0
+            rowm[r] |= v
+            colm[c] |= v
+            boxm[b] |= v
+    stack_cell = np.zeros(n, dtype=np.int64)
+    stack_cand = np.zeros(n, dtype=np.int64)
+    depth = 0
+    count = 0
+    while True:
+        best, best_count, best_mask = -1, size + 1, 0
+        for i in range(n):
+            if g[i] == 0:
+                r, c = i // size, i % size
+                b = (r // box) * box + c // box
+                m = full & ~(rowm[r] | colm[c] | boxm[b])
+                pc = 0
+                x = m
+                while x:
+                    x &= x - 1
+                    pc += 1
+                if pc < best_count:
+                    best, best_count, best_mask = i, pc, m
+                    if pc <= 1:
+                        break
+        if best == -1:
+            count += 1
+            if count >= limit:
+                return count
+        elif best_count > 0:
+            stack_cell[depth] = best
+            stack_cand[depth] = best_mask
+            depth += 1
+        # advance to the next untried candidate, undoing exhausted cells
+        while depth > 0:
+            cell = stack_cell[depth - 1]
+            r, c = cell // size, cell % size
+            b = (r // box) * box + c // box
+            if g[cell] != 0:
+                v = 1 << (g[cell] - 1)
+                rowm[r] &= ~v
+                colm[c] &= ~v
+                boxm[b] &= ~v
+                g[cell] = 0
+            m = stack_cand[depth - 1]
+            if m == 0:
+                depth -= 1
+                continue
+            v = m & -m
+            stack_cand[depth - 1] = m ^ v
+            digit = 0
+            while (1 << digit) != v:
+                digit += 1
+            g[cell] = digit + 1
+            rowm[r] |= v
+            colm[c] |= v
+            boxm[b] |= v
+            break
+        if depth == 0:
+            return count

@@ -28,6 +28,25 @@ from scipy.sparse.linalg import splu
 
 MAX_ITER = 50
 TOL = 1e-10
+DENSE_SIZE = 50_000  # m * n below which dense LAPACK beats sparse overhead
+
+
+class _DenseFactor:
+    """LU of a small dense Gram matrix, with splu's .solve interface."""
+
+    def __init__(self, M: np.ndarray):
+        import warnings
+
+        from scipy.linalg import lu_factor
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.lu = lu_factor(M, check_finite=False)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        from scipy.linalg import lu_solve
+
+        return lu_solve(self.lu, rhs, check_finite=False)
 
 
 @dataclass
@@ -56,10 +75,15 @@ class Projector:
         self.At = program.A.T.tocsr()
         self.Ar = program.A.tocsr()
         self.b = program.b
+        self.dense = program.m * program.n <= DENSE_SIZE
+        if self.dense:
+            self.Ad = program.A.toarray()
+            self.Ar = self.Ad
+            self.At = np.ascontiguousarray(self.Ad.T)
         self.sparsemax = onehot_only(program)
         if self.sparsemax:
             rows = np.full(self.n, -1, dtype=np.int64)
-            coo = self.Ar.tocoo()
+            coo = program.A.tocoo()
             rows[coo.col] = coo.row
             in_group = rows >= 0
             order = np.flatnonzero(in_group)
@@ -70,9 +94,18 @@ class Projector:
             self.loose = np.flatnonzero(~in_group)
             self.full_factor = None
         else:
-            self.full_factor = splu(self._gram(np.ones(self.n, dtype=bool), 0.0)) if program.m else None
+            self.full_factor = self._factor(np.ones(self.n, dtype=bool), 0.0) if program.m else None
 
     # ---- helpers
+    def _factor(self, free: np.ndarray, delta: float):
+        """A factorisation of A_S A_S^T + delta I (S = free) with a .solve method."""
+        if self.dense:
+            A_s = self.Ad[:, free]
+            M = A_s @ A_s.T
+            M[np.diag_indices_from(M)] += delta
+            return _DenseFactor(M)
+        return splu(self._gram(free, delta))
+
     def _gram(self, free: np.ndarray, delta: float):
         A_s = self.A[:, free]
         M = (A_s @ A_s.T).tocsc()
@@ -91,21 +124,36 @@ class Projector:
         return 0.5 * float(d @ d) + float(nu @ F)
 
     # ---- forward
-    def project(self, theta: np.ndarray) -> tuple[np.ndarray, list[RowState]]:
-        """theta (batch, n) -> mu (batch, n) float64 and one RowState per row."""
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        if self.sparsemax:
+    def project(self, theta: np.ndarray, lower=None, upper=None) -> tuple[np.ndarray, list[RowState]]:
+        """theta (batch, n) -> mu (batch, n) float64 and one RowState per row.
+
+        `lower`/`upper` (batch, n) optionally replace the program's bounds per row (clamping
+        observed variables, as weak supervision does).
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):  # small systems: threads only contend
+            return self._project(np.ascontiguousarray(theta, dtype=np.float64), lower, upper)
+
+    def _project(self, theta, lower, upper):
+        if self.sparsemax and lower is None and upper is None:
             return self._project_sparsemax(theta)
         mu = np.empty_like(theta)
         states = []
         for i in range(theta.shape[0]):
-            mu[i], state = self._project_one(theta[i])
+            self.lower = self.program.lower if lower is None else lower[i]
+            self.upper = self.program.upper if upper is None else upper[i]
+            try:
+                mu[i], state = self._project_one(theta[i])
+            finally:
+                self.lower, self.upper = self.program.lower, self.program.upper
             states.append(state)
         return mu, states
 
     def _project_sparsemax(self, theta):
         from methodkit.tools.casper.kernels import sparsemax_segments
 
+        program_A = self.program.A
         mu = np.empty_like(theta)
         mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
         mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
@@ -113,7 +161,7 @@ class Projector:
         for i in range(theta.shape[0]):
             free = (mu[i] > 0) & (mu[i] < 1)
             free[self.loose] = (theta[i, self.loose] > 0) & (theta[i, self.loose] < 1)
-            residual = float(np.max(np.abs(self.Ar @ mu[i] - self.b), initial=0.0))
+            residual = float(np.max(np.abs(program_A @ mu[i] - self.b), initial=0.0))
             states.append(RowState("ok", "sparsemax", 0, residual, free))
         return mu, states
 
@@ -131,7 +179,7 @@ class Projector:
             if it == self.max_iter:
                 break
             free = (z > self.lower) & (z < self.upper)
-            factor = splu(self._gram(free, min(norm, 1.0) * 1e-3))
+            factor = self._factor(free, min(norm, 1.0) * 1e-3)
             step = factor.solve(F)
             slope = float(F @ step)
             t = 1.0
@@ -149,7 +197,7 @@ class Projector:
     def _finish(self, theta, nu, z, y, F, iterations):
         """Polish: one exact step on the final free set, kept if it lowers the residual."""
         free = (z > self.lower) & (z < self.upper)
-        factor = splu(self._gram(free, 1e-14))
+        factor = self._factor(free, 1e-14)
         norm = float(np.max(np.abs(F), initial=0.0))
         if norm > 0.0:
             nu_p = nu + factor.solve(F)
@@ -187,7 +235,7 @@ class Projector:
             if state.factor is None:
                 out[i] = g
                 continue
-            A_s = self.A[:, state.free]
+            A_s = self.Ad[:, state.free] if self.dense else self.A[:, state.free]
             rhs = A_s @ g[state.free]
             lam = state.factor.solve(rhs)
             g[state.free] -= A_s.T @ lam
@@ -196,13 +244,13 @@ class Projector:
 
 
 def make_torch_layer(projector: Projector):
-    """A differentiable torch function theta (batch, n) -> mu (batch, n) through this projector."""
+    """A differentiable torch function (theta (batch, n), optional bounds) -> mu (batch, n)."""
     import torch
 
     class CasperProjection(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, theta):
-            mu, states = projector.project(theta.detach().cpu().double().numpy())
+        def forward(ctx, theta, lower=None, upper=None):
+            mu, states = projector.project(theta.detach().cpu().double().numpy(), lower, upper)
             ctx.states = states
             bad = [i for i, s in enumerate(states) if s.status != "ok"]
             mu = torch.from_numpy(mu).to(theta.dtype).to(theta.device)
@@ -212,6 +260,6 @@ def make_torch_layer(projector: Projector):
         @staticmethod
         def backward(ctx, grad):
             g = projector.vjp(ctx.states, grad.detach().cpu().double().numpy())
-            return torch.from_numpy(g).to(grad.dtype).to(grad.device)
+            return torch.from_numpy(g).to(grad.dtype).to(grad.device), None, None
 
     return CasperProjection.apply
