@@ -9,12 +9,12 @@ from methodkit.cli._common import DemoStep, Run, common_options, input_argument,
 
 DEMO = [
     DemoStep(
-        "casper-solve gen warcraft --size 12 --n 300 --n-test 40 -o maps.npz >/dev/null && "
-        "casper-solve train maps.npz --task warcraft --method casper --epochs 2 -o model.safetensors >/dev/null && "
-        "casper-solve eval maps.npz --task warcraft --method casper --model model.safetensors | tail -1",
-        "generated 12x12 maps",
+        "casper-solve gen warcraft --size 8 --n 96 --n-test 20 -o maps.npz >/dev/null && "
+        "casper-solve train maps.npz --method casper --epochs 1 -o model.safetensors >/dev/null && "
+        "casper-solve eval maps.npz --method casper --model model.safetensors | tail -1",
+        "generated 8x8 maps",
         "valid",
-        "Warcraft 12x12 Casper validity",
+        "Warcraft 8x8 Casper validity",
     ),
     DemoStep(
         "casper-solve bench --quick -o bench.csv",

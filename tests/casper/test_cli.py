@@ -133,3 +133,30 @@ def test_head_is_quiet(shell, folder, grid_program):
     proc = shell(f"casper-solve project {folder / 'many.npy'} --program {program} | head -1")
     assert proc.returncode == 0 and proc.stderr == b""
     assert json.loads(proc.stdout)["i"] == 0
+
+
+def test_parquet_scores_by_variable_name(run_cli, folder, grid_program, one_line_error):
+    import pandas as pd
+
+    program, summary = grid_program
+    names = [f"path.v{i // 4}_{i % 4}" for i in range(16)]
+    frame = pd.DataFrame(np.zeros((2, 16)), columns=names)
+    frame.to_parquet(folder / "partial.parquet")
+    proc = run_cli([PROG, "project", folder / "partial.parquet", "--program", program])
+    one_line_error(proc, PROG, "missing variable columns path.e0_1")
+
+
+def test_gen_train_eval_pipeline(run_cli, folder, one_line_error):
+    data, model = folder / "tiny.npz", folder / "tiny.safetensors"
+    proc = run_cli([PROG, "gen", "warcraft", "--size", "4", "--n", "8", "--n-test", "4", "-o", data])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "train", data, "--epochs", "1", "--batch-size", "4", "-o", model])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode().splitlines()[-1])["epoch"] == 1
+    assert json.loads(model.with_suffix(".json").read_text())["task"] == "warcraft"
+    proc = run_cli([PROG, "eval", data, "--model", model, "-o", folder / "pred.npz"])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert summary["instances"] == 4 and summary["valid"] == 1.0
+    proc = run_cli([PROG, "eval", data, "--task", "sudoku", "--model", model])
+    one_line_error(proc, PROG, "holds a warcraft dataset, not sudoku; pass --task warcraft")

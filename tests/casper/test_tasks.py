@@ -40,3 +40,25 @@ def test_casper_is_always_valid_where_thresholding_is_not():
     assert ours.summary["valid"] == 1.0
     assert plain.summary["valid"] < 1.0
     assert ours.summary["cost_ratio"] >= 1.0 - 1e-9
+
+
+def test_abduction_respects_the_clamped_sum():
+    """Weak supervision: with s clamped, the projection and the Viterbi decode keep the observed sum."""
+    from methodkit.tools.casper.builders import compiled
+    from methodkit.tools.casper.decode import Decoder
+    from methodkit.tools.casper.projection import Projector
+
+    program = compiled("addition", 2, False)
+    rng = np.random.default_rng(3)
+    pa, pb = rng.dirichlet(np.ones(10), size=(4, 2)), rng.dirichlet(np.ones(10), size=(4, 2))
+    s = tasks.add_digits(rng.integers(0, 10, (4, 2)), rng.integers(0, 10, (4, 2)))
+    theta = tasks.addition_theta(program, pa, pb, None)
+    lower, upper = tasks.clamp_sums(program, s)
+    mu, states = Projector(program).project(theta, lower, upper)
+    decoder = Decoder(program)
+    for i in range(4):
+        assert states[i].status == "ok"
+        assert np.all(mu[i] >= lower[i] - 1e-12) and np.all(mu[i] <= upper[i] + 1e-12)
+        a, b, s_hat = tasks.read_addition(program, decoder.decode(mu[i], upper[i]).y, 2)
+        np.testing.assert_array_equal(s_hat, s[i])
+        assert a[0] + 10 * a[1] + b[0] + 10 * b[1] == s[i][0] + 10 * s[i][1] + 100 * s[i][2]

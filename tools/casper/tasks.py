@@ -451,6 +451,8 @@ def _eval_warcraft(method, model, arrays, limit, progress):
     count = min(limit or len(paths), len(paths))
     n = paths.shape[1]
     flow = FlowMap(n) if method == "casper" else None
+    if flow is not None:
+        flow.decoder.decode(np.full(flow.program.n, 0.5))  # load the compiled kernels before timing
     rows, preds = [], np.zeros((count, n, n), dtype=np.uint8)
     progress("evaluate", 0, count)
     for i in range(count):
@@ -532,6 +534,7 @@ def _eval_addition(method, model, arrays, limit, progress):
     if method == "casper":
         program = compiled("addition", n_digits, False)
         projector, decoder = Projector(program), Decoder(program)
+        decoder.decode(np.full(program.n, 0.5))  # load the compiled kernels before timing
     rows = []
     out_a = np.zeros((count, n_digits), dtype=np.uint8)
     out_b = np.zeros((count, n_digits), dtype=np.uint8)
