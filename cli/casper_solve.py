@@ -284,10 +284,17 @@ def _load_dataset(run: Run, path: str, task: str | None):
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True, help="AdamW rate.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most this many instances per epoch.")
 @click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+)
+@click.option(
     "-o", "--output", default=None, metavar="PATH", help="Weights (.safetensors), JSON sidecar beside it (required)."
 )
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def train(input, task, method, epochs, batch_size, lr, limit, output, seed, **_):
+def train(input, task, method, epochs, batch_size, lr, limit, scale, output, seed, **_):
     """Train the task's predictor on a dataset (INPUT) with the layer or a baseline.
 
     Prints one JSON line per epoch. Writes the weights as safetensors and a JSON sidecar
@@ -316,7 +323,16 @@ def train(input, task, method, epochs, batch_size, lr, limit, output, seed, **_)
             raise UsageError(f"{path}: already exists; pass --force to overwrite")
     with run.progress() as callback:
         result = train_model(
-            task, method, arrays, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, limit=limit, progress=callback
+            task,
+            method,
+            arrays,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            limit=limit,
+            scale=scale,
+            progress=callback,
         )
     from safetensors.torch import save
 
@@ -336,9 +352,16 @@ def train(input, task, method, epochs, batch_size, lr, limit, output, seed, **_)
 @click.option("--method", type=click.Choice(METHODS), default="casper", show_default=True, help="Decode method.")
 @click.option("--model", "model_path", default=None, metavar="PATH", help="Weights from 'train' (required).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Evaluate at most this many test instances.")
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+)
 @click.option("-o", "--output", default=None, metavar="PATH", help="Write the predictions NPZ here.")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def eval_(input, task, method, model_path, limit, output, **_):
+def eval_(input, task, method, model_path, limit, scale, output, **_):
     """Evaluate a trained predictor on the dataset's test split (INPUT).
 
     Prints one JSON line per instance, then a summary line (validity, exact match,
@@ -377,7 +400,7 @@ def eval_(input, task, method, model_path, limit, output, **_):
     except RuntimeError:
         raise DataError(f"{model_path}: these weights are not a {task} model; train one with --task {task}") from None
     with run.progress() as callback:
-        result = evaluate(task, method, model, arrays, limit=limit, progress=callback)
+        result = evaluate(task, method, model, arrays, limit=limit, scale=scale, progress=callback)
     if output is not None:
         io.write_arrays(output, result.predictions, force=run.force)
     for row in result.rows:

@@ -4,10 +4,10 @@ P = {y : A y = b, l <= y <= u}. For a dual vector nu the minimiser over the box 
 y(nu) = clip(theta - A^T nu, l, u), always optimal for nu; what remains is A y(nu) = b, a
 piecewise-linear monotone system. We solve it by semismooth Newton on the concave dual
 g(nu) = min_box L(y, nu): the generalised Hessian is -A D A^T with D the free set, the step solves
-(A D A^T + delta I) dnu = F(nu) by sparse LU, and an Armijo search on g keeps every step an ascent.
-delta follows ||F|| (Levenberg-Marquardt), so rows whose variables are all at a bound stay finite,
-and falls to 1e-14 at the end: once the active set is right, one step solves the linear system
-exactly (the "polish"). Termination: ||A y - b||_inf <= tol, which with y = clip(theta - A^T nu)
+A (D + kappa (I - D)) A^T dnu = F(nu) by sparse LU, and an Armijo search on g keeps every step an
+ascent. kappa = 1e-2 min(||F||, 1) regularises rows whose variables are all at a bound and vanishes
+as F -> 0; at the end one step on the exact A D A^T solves the linear system on the final active
+set (the "polish"). Termination: ||A y - b||_inf <= tol, which with y = clip(theta - A^T nu)
 is the full KKT certificate. A row that needs more than `max_iter` steps gets status proj_error
 and a NaN mu, never a silently inexact one.
 
@@ -106,6 +106,17 @@ class Projector:
             return _DenseFactor(M)
         return splu(self._gram(free, delta))
 
+    def _soft_factor(self, free: np.ndarray, kappa: float):
+        """A (D + kappa (I - D)) A^T: clipped variables keep a small weight while far from the solution,
+        so rows whose variables are all at a bound get steps of the right scale (kappa -> 0 as F -> 0)."""
+        weight = np.where(free, 1.0, kappa)
+        if self.dense:
+            M = (self.Ad * weight) @ self.Ad.T
+            M[np.diag_indices_from(M)] += 1e-12
+            return _DenseFactor(M)
+        M = (self.A @ sp.diags(weight) @ self.A.T).tocsc() + 1e-12 * sp.identity(self.program.m, format="csc")
+        return splu(sp.csc_matrix(M))
+
     def _gram(self, free: np.ndarray, delta: float):
         A_s = self.A[:, free]
         M = (A_s @ A_s.T).tocsc()
@@ -179,7 +190,7 @@ class Projector:
             if it == self.max_iter:
                 break
             free = (z > self.lower) & (z < self.upper)
-            factor = self._factor(free, min(norm, 1.0) * 1e-3)
+            factor = self._soft_factor(free, 1e-2 * min(norm, 1.0))
             step = factor.solve(F)
             slope = float(F @ step)
             t = 1.0

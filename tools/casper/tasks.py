@@ -136,6 +136,7 @@ def train(
     lr: float,
     seed: int,
     limit: int | None = None,
+    scale: float = 1.0,
     progress=silent,
 ) -> TrainResult:
     import torch
@@ -154,7 +155,7 @@ def train(
         _need(arrays, ("pool_images",), "dataset")
         loss_of = _addition_loss(model, method, arrays["pool_images"])
     else:
-        batches_of, loss_of = step_fn(arrays, model, method, batch_size, rng, limit)
+        batches_of, loss_of = step_fn(arrays, model, method, batch_size, rng, limit, scale)
     for epoch in range(epochs):
         start = time.perf_counter()
         batches = list(batches_of(epoch))
@@ -171,7 +172,15 @@ def train(
             seen += len(batch[0])
             progress(phase, k + 1, len(batches))
         log.append({"epoch": epoch + 1, "loss": total / max(seen, 1), "seconds": round(time.perf_counter() - start, 3)})
-    config = {"task": task, "method": method, "epochs": epochs, "batch_size": batch_size, "lr": lr, "seed": seed}
+    config = {
+        "task": task,
+        "method": method,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "seed": seed,
+        "scale": scale,
+    }
     return TrainResult(model, config, log)
 
 
@@ -186,13 +195,14 @@ def _shuffled_batches(count: int, batch_size: int, rng, limit):
 class FlowMap:
     """Maps a cell-probability map onto the flow program's node and edge variables."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, scale: float = 1.0):
         import torch
         from methodkit.tools.casper.builders import compiled
         from methodkit.tools.casper.decode import Decoder
         from methodkit.tools.casper.projection import Projector, make_torch_layer
 
         self.program = compiled("grid", n, False)
+        self.scale = scale
         p = self.program
         tid = 0
         self.node_col = torch.as_tensor(p.extra[f"t{tid}_node_col"])
@@ -204,16 +214,17 @@ class FlowMap:
         self.decoder = Decoder(p)
 
     def theta(self, probs):
-        """(B, n*n) cell probabilities -> (B, n_vars): nodes p_u, edges min(p_tail, p_head)."""
+        """(B, n*n) cell probabilities -> (B, n_vars): nodes s p_u, edges s min(p_tail, p_head) (s = scale)."""
         import torch
 
+        probs = probs * self.scale
         theta = torch.zeros(probs.shape[0], self.program.n, dtype=probs.dtype)
         theta = theta.index_copy(1, self.node_col, probs)
         return theta.index_copy(1, self.edge_col, torch.minimum(probs[:, self.tails], probs[:, self.heads]))
 
     def gold(self, masks: np.ndarray) -> np.ndarray:
         """Full 0/1 vectors (nodes and edges) of the labelled paths, through the exact decoder."""
-        probs = masks.reshape(len(masks), -1).astype(float)
+        probs = masks.reshape(len(masks), -1).astype(float) / self.scale
         out = np.zeros((len(masks), self.program.n))
         theta = self.theta(__import__("torch").as_tensor(probs)).numpy()
         for i in range(len(masks)):
@@ -225,7 +236,7 @@ class FlowMap:
         return y[self.node_col.numpy()].reshape(n, n)
 
 
-def _warcraft_steps(arrays, model, method, batch_size, rng, limit):
+def _warcraft_steps(arrays, model, method, batch_size, rng, limit, scale=1.0):
     import torch
     import torch.nn.functional as F
     from methodkit.tools.casper.warcraft import is_valid_path
@@ -233,7 +244,7 @@ def _warcraft_steps(arrays, model, method, batch_size, rng, limit):
     _need(arrays, ("train_images", "train_paths"), "dataset")
     images, paths = arrays["train_images"], arrays["train_paths"]
     n = paths.shape[1]
-    flow = FlowMap(n) if method == "casper" else None
+    flow = FlowMap(n, scale) if method == "casper" else None
     gold = flow.gold(paths) if flow else None
 
     def batches(epoch):
@@ -278,7 +289,7 @@ def _sudoku_theta(model, images, givens, size):
     return torch.where(mask, probs, torch.full_like(probs, 1.0 / size)).reshape(len(images), -1), logits
 
 
-def _sudoku_steps(arrays, model, method, batch_size, rng, limit):
+def _sudoku_steps(arrays, model, method, batch_size, rng, limit, scale=1.0):
     import torch
     import torch.nn.functional as F
     from methodkit.tools.casper.builders import compiled
@@ -422,13 +433,15 @@ class EvalResult:
         return self.summary
 
 
-def evaluate(task: str, method: str, model, arrays: dict, *, limit: int | None = None, progress=silent) -> EvalResult:
+def evaluate(
+    task: str, method: str, model, arrays: dict, *, limit: int | None = None, scale: float = 1.0, progress=silent
+) -> EvalResult:
     import torch
 
     model.eval()
     with torch.no_grad():
         if task == "warcraft":
-            return _eval_warcraft(method, model, arrays, limit, progress)
+            return _eval_warcraft(method, model, arrays, limit, progress, scale)
         if task in ("sudoku", "shidoku"):
             return _eval_sudoku(method, model, arrays, limit, progress)
         return _eval_addition(method, model, arrays, limit, progress)
@@ -442,7 +455,7 @@ def _summarise(rows: list, keys: tuple) -> dict:
     return out
 
 
-def _eval_warcraft(method, model, arrays, limit, progress):
+def _eval_warcraft(method, model, arrays, limit, progress, scale=1.0):
     import torch
     from methodkit.tools.casper.warcraft import path_metrics
 
@@ -450,7 +463,7 @@ def _eval_warcraft(method, model, arrays, limit, progress):
     images, paths, costs = arrays["test_images"], arrays["test_paths"], arrays["test_costs"]
     count = min(limit or len(paths), len(paths))
     n = paths.shape[1]
-    flow = FlowMap(n) if method == "casper" else None
+    flow = FlowMap(n, scale) if method == "casper" else None
     if flow is not None:
         flow.decoder.decode(np.full(flow.program.n, 0.5))  # load the compiled kernels before timing
     rows, preds = [], np.zeros((count, n, n), dtype=np.uint8)
@@ -461,7 +474,8 @@ def _eval_warcraft(method, model, arrays, limit, progress):
         if flow is not None:
             theta = flow.theta(probs).numpy()
             mu, states = flow.projector.project(theta)
-            preds[i] = flow.decode(mu[0], n)
+            if states[0].status == "ok":  # a proj_error row has no output: it counts as invalid
+                preds[i] = flow.decode(mu[0], n)
         else:
             preds[i] = (probs.reshape(n, n).numpy() > 0.5).astype(np.uint8)
         row = {"i": i, **path_metrics(preds[i], paths[i], costs[i]), "ms": (time.perf_counter() - start) * 1000}

@@ -60,29 +60,53 @@ def generate(n: int, count: int, rng: np.random.Generator) -> dict:
     return {"images": images, "types": types, "costs": COSTS[types].astype(np.float32), "paths": paths}
 
 
-def is_valid_path(mask: np.ndarray) -> bool:
-    """True when the selected cells are exactly an induced (chordless) 8-connected corner-to-corner path.
+def is_valid_path(mask: np.ndarray, budget: int = 200_000) -> bool:
+    """True when the selected cells are exactly the cells of one simple 8-connected corner-to-corner path.
 
-    Optimal paths under positive vertex costs are chordless, and so is Casper's decode; the test is
-    a breadth-first search inside the selection: hop distance + 1 must equal the number of cells.
+    Depth-first search for a path from the top-left to the bottom-right corner that visits every
+    selected cell once (a Hamiltonian path of the selection). Sets that are not connected, or whose
+    search exceeds `budget` steps (large blobs, never a path in practice), count as invalid.
     """
     n = mask.shape[0]
     if not (mask[0, 0] and mask[n - 1, n - 1]):
         return False
     selected = {(int(r), int(c)) for r, c in zip(*np.nonzero(mask))}
-    frontier, dist = [(0, 0)], {(0, 0): 0}
+    neighbours = {
+        cell: [(cell[0] + dr, cell[1] + dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
+        for cell in selected
+    }
+    neighbours = {cell: [q for q in qs if q in selected] for cell, qs in neighbours.items()}
+    start, end, total = (0, 0), (n - 1, n - 1), len(selected)
+    seen, frontier = {start}, [start]  # connectivity first: cheap rejection
     while frontier:
-        nxt = []
-        for r, c in frontier:
-            for dr in (-1, 0, 1):
-                for dc in (-1, 0, 1):
-                    q = (r + dr, c + dc)
-                    if q in selected and q not in dist:
-                        dist[q] = dist[(r, c)] + 1
-                        nxt.append(q)
-        frontier = nxt
-    end = (n - 1, n - 1)
-    return end in dist and dist[end] + 1 == len(selected)
+        cell = frontier.pop()
+        for q in neighbours[cell]:
+            if q not in seen:
+                seen.add(q)
+                frontier.append(q)
+    if len(seen) != total:
+        return False
+    visited = {start}
+    stack = [(start, iter(neighbours[start]))]
+    steps = 0
+    while stack:
+        steps += 1
+        if steps > budget:
+            return False
+        cell, options = stack[-1]
+        if cell == end:
+            if len(visited) == total:
+                return True
+            visited.discard(stack.pop()[0])
+            continue
+        for q in options:
+            if q not in visited:
+                visited.add(q)
+                stack.append((q, iter(neighbours[q])))
+                break
+        else:
+            visited.discard(stack.pop()[0])
+    return False
 
 
 def path_metrics(pred: np.ndarray, gold: np.ndarray, costs: np.ndarray) -> dict:
