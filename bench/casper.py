@@ -1,0 +1,26 @@
+"""casper-solve hot loops vs references (cvxpylayers, entmax, networkx, brute force), same run.
+
+Prints `case size ours_s ref_s ratio` (ratio = ref_s / ours_s) plus the largest |difference|.
+`python bench/casper.py --quick` uses a 12x12 grid for the projection case instead of 30x30.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from methodkit.tools.casper.bench import run
+
+
+def main() -> int:
+    result = run(quick="--quick" in sys.argv, batch=8, seed=0)
+    print(f"{'case':<16} {'size':<10} {'ours_s':>12} {'ref_s':>12} {'ratio':>9} {'max_abs_diff':>13}")
+    for row in result.rows:
+        ref = "-" if row["ref_s"] is None else f"{row['ref_s']:.6f}"
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.1f}"
+        diff = "-" if row["max_abs_diff"] is None else f"{row['max_abs_diff']:.1e}"
+        print(f"{row['case']:<16} {row['size']:<10} {row['ours_s']:>12.6f} {ref:>12} {ratio:>9} {diff:>13}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

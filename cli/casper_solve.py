@@ -1,0 +1,431 @@
+"""casper-solve: a projection layer that guarantees constraint satisfaction (Casper)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+
+DEMO = [
+    DemoStep(
+        "casper-solve gen warcraft --size 8 --n 96 --n-test 20 -o maps.npz >/dev/null && "
+        "casper-solve train maps.npz --method casper --epochs 1 -o model.safetensors >/dev/null && "
+        "casper-solve eval maps.npz --method casper --model model.safetensors | tail -1",
+        "generated 8x8 maps",
+        "valid",
+        "Warcraft 8x8 Casper validity",
+    ),
+    DemoStep(
+        "casper-solve bench --quick -o bench.csv",
+        "generated programs",
+        "projection_speedup_vs_cvxpylayers",
+        "projection speed-up",
+    ),
+]
+
+TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
+METHODS = ("casper", "unconstrained", "sl-sample")
+
+
+@tool_group(name="casper-solve")
+def main():
+    """Casper: project predictions onto the constraint-feasible region, exactly, in one pass.
+
+    `compile` lowers a JSON constraint spec (one_hot, exactly_k, at_most_k,
+    all_different, linear, flow_path, digit_sum, fixed) to a program: P = {y : A y = b,
+    l <= y <= u} over 0/1 indicators, with slacks for inequalities, tagged by structure
+    (onehot, flow, chain, assignment, general). `project` maps scores to (1) the soft
+    output mu = argmin_{y in P} ||y - theta||^2, exact to machine precision
+    (per-group sparsemax when only one-hot rows, otherwise semismooth Newton on the
+    dual with sparse LU, at most 50 steps, else status proj_error) and differentiable
+    in closed form (J = D - D A^T (A D A^T)^+ A D); and (2) the hard output, a 0/1
+    assignment valid by construction: argmin over the valid set C of sum_i w_i y_i, by
+    argmax, Dijkstra, Viterbi over carries, Hungarian or HiGHS MILP; every row is
+    re-checked with integer arithmetic before anything is written.
+
+    \b
+    What is exact: for onehot and assignment programs mu is the projection onto
+    conv(C) (SparseMAP's object); for flow, onto the unit-flow polytope; for Sudoku
+    and digit_sum, P is an outer relaxation of conv(C). The hard output with
+    w = 1 - mu equals the Euclidean projection of mu onto C whenever every valid y has
+    the same number of ones (one-hot encodings, Sudoku, digit sums); the MILP backend
+    uses w = 1/2 - mu, the exact Euclidean projection for any cardinality (our
+    reading). On paths, with w > 0, the decode is a min-cost simple path; the exact
+    Euclidean projection onto simple paths is NP-hard and is not claimed.
+
+    `gen`, `train`, `eval` run the tasks (Warcraft-like shortest paths, visual Sudoku,
+    MNIST-style addition on scikit-learn's 8x8 digits) with the layer or a baseline;
+    `bench` measures the projection against cvxpylayers and the decoders against
+    networkx and brute force.
+
+    \b
+    EXAMPLES
+      casper-solve compile spec.json -o program.npz
+      casper-solve project scores.npy --program program.npz -o out.npz > rows.jsonl
+      casper-solve gen warcraft --size 12 --n 1000 --n-test 100 -o maps.npz
+      casper-solve train maps.npz --task warcraft --method casper -o model.safetensors
+      casper-solve eval maps.npz --task warcraft --method casper --model model.safetensors | tail -1
+      casper-solve bench -o bench.csv | jq .projection_speedup_vs_cvxpylayers
+
+    \b
+    EXIT STATUS
+      0  success (rows ending timeout or proj_error are data, not failures)
+      1  failure while running, including a failed internal certificate
+      2  bad usage or bad input (malformed or infeasible spec, scores of the wrong shape, NaN scores)
+      3  --strict: some row ended timeout or proj_error
+      130  interrupted
+    """
+
+
+def _refuse_terminal_binary(output: str) -> None:
+    from methodkit.core.errors import UsageError
+
+    if output == "-" and sys.stdout.isatty():
+        raise UsageError("refusing to write binary NPZ to a terminal; pass -o FILE or pipe the output")
+
+
+def _write_bytes(output: str, data: bytes, force: bool) -> None:
+    from methodkit.core import io
+
+    with io.atomic_write(output, binary=True, force=force) as handle:
+        handle.write(data)
+
+
+def _print_json(record: dict) -> None:
+    from methodkit.core.io import dumps_json
+
+    sys.stdout.write(dumps_json(record) + "\n")
+    sys.stdout.flush()
+
+
+@main.command("compile")
+@input_argument()
+@click.option("--no-check", is_flag=True, help="Skip the LP/MILP feasibility checks.")
+@click.option("--allow-dense", is_flag=True, help="Allow the dense rank check above 20k variables.")
+@common_options("output", "force", "meta", "quiet", "verbose")
+def compile_(input, no_check, allow_dense, output, **_):
+    """Compile a JSON constraint spec (INPUT) to a program NPZ; print its summary as JSON.
+
+    \b
+    EXAMPLES
+      casper-solve compile spec.json -o program.npz
+    """
+    from methodkit.tools.casper.compiler import compile_spec
+
+    run = Run.from_context()
+    spec = run.read_json(input)
+    program = compile_spec(spec, check_feasible=not no_check, allow_dense=allow_dense)
+    _refuse_terminal_binary(output)
+    _write_bytes(output, program.to_bytes(), run.force)
+    if output != "-":
+        run.emit_result(program.summary(), output="-")
+
+
+def _read_scores(run: Run, data, path: str, program, nan: str):
+    import numpy as np
+    from methodkit.core import io
+    from methodkit.core.errors import DataError
+    from methodkit.tools.casper.solve import check_scores
+
+    kind = io.format_from_path(path if path != "-" else "-", run.params.get("in_format"), "npy")
+    name = data.name
+    if kind in ("npy", "npz"):
+        arrays = io.read_arrays(data)
+        if "scores" in arrays:
+            scores = arrays["scores"]
+        elif len(arrays) == 1:
+            scores = next(iter(arrays.values()))
+        else:
+            raise DataError(f"{name}: NPZ holds {', '.join(arrays)}; name the scores array 'scores'")
+    elif kind == "parquet":
+        frame = io.read_table(data, "parquet")
+        names = program.user_names
+        unknown = [c for c in frame.columns if c not in set(names)]
+        if unknown:
+            raise DataError(
+                f"{name}: unknown variable columns {', '.join(map(str, unknown[:5]))} (expected {names[0]}...)"
+            )
+        missing = [c for c in names if c not in frame.columns]
+        if missing:
+            raise DataError(f"{name}: missing variable columns {', '.join(missing[:5])}; expected all {len(names)}")
+        scores = io.numeric_matrix(frame, names, allow_nonfinite=True)
+    else:
+        raise DataError(f"{name}: scores must be NPY, NPZ or Parquet, not {kind}")
+    return check_scores(program, np.asarray(scores), name, nan)
+
+
+@main.command("project")
+@input_argument()
+@click.option("--program", "program_path", default=None, metavar="PATH", help="Program NPZ from 'compile' (required).")
+@click.option(
+    "--input",
+    "input_kind",
+    type=click.Choice(("scores", "logits")),
+    default="scores",
+    show_default=True,
+    help="scores: softmax per one-hot group / sigmoid per boolean, then project; logits: project as given.",
+)
+@click.option("--nan", type=click.Choice(("error", "zero")), default="error", show_default=True, help="NaN/Inf scores.")
+@click.option(
+    "--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="MILP seconds per row."
+)
+@click.option("--strict", is_flag=True, help="Exit 3 when any row ends timeout or proj_error.")
+@click.option("-o", "--output", default=None, metavar="PATH", help="Write soft/hard/status NPZ here.")
+@click.option(
+    "--in-format",
+    type=click.Choice(("npy", "npz", "parquet")),
+    default=None,
+    help="INPUT format on stdin [default: npy].",
+)
+@common_options("force", "meta", "quiet", "verbose")
+def project(input, program_path, input_kind, nan, time_limit, strict, output, in_format, **_):
+    """Project scores (INPUT: NPY/NPZ (batch, n_vars) or Parquet, a column per variable).
+
+    Writes soft (float32), hard (uint8) and status to the NPZ given by -o, and one JSON
+    line per instance on stdout: {i, status, objective, certificate, ms}.
+
+    \b
+    EXAMPLES
+      casper-solve project scores.npy --program program.npz -o out.npz
+      casper-solve project scores.parquet --program program.npz --input logits -o out.npz | jq .ms
+    """
+    import numpy as np
+    from methodkit.core import io
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.casper.program import Program
+    from methodkit.tools.casper.solve import run as solve
+
+    run = Run.from_context()
+    data = run.input_bytes(input)
+    if program_path is None:
+        raise UsageError("missing option '--program' (the NPZ written by 'casper-solve compile')")
+    if output is not None and output != "-":
+        from pathlib import Path
+
+        if Path(output).exists() and not run.force:
+            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
+    scores = _read_scores(run, data, input, program, nan)
+    with run.progress() as callback:
+        result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, progress=callback)
+    if output is not None:
+        _refuse_terminal_binary(output)
+        arrays = {"soft": result.soft, "hard": result.hard, "status": np.array(result.status)}
+        io.write_arrays(output, arrays, force=run.force)
+    for row in result.rows:
+        _print_json(row)
+    run.write_meta()
+    if strict and any(s != "ok" for s in result.status):
+        bad = sum(s != "ok" for s in result.status)
+        raise CheckFailed(f"--strict: {bad} of {len(result.status)} rows ended timeout or proj_error")
+
+
+@main.command("gen")
+@click.argument("task", type=click.Choice(TASKS))
+@click.option("--size", type=click.IntRange(min=3), default=12, show_default=True, help="Warcraft grid side.")
+@click.option("--digits", type=click.IntRange(min=1), default=1, show_default=True, help="MNIST-add digits N.")
+@click.option("--n", "n", type=click.IntRange(min=0), default=1000, show_default=True, help="Training instances.")
+@click.option("--n-test", type=click.IntRange(min=1), default=100, show_default=True, help="Test instances.")
+@common_options("output", "seed", "force", "meta", "quiet", "verbose")
+def gen(task, size, digits, n, n_test, output, seed, **_):
+    """Generate a TASK dataset (NPZ with train_ and test_ arrays); print a JSON summary.
+
+    \b
+    EXAMPLES
+      casper-solve gen warcraft --size 30 --n 200 --n-test 50 -o maps30.npz
+      casper-solve gen mnist-add --digits 15 --n-test 200 -o add15.npz
+      casper-solve gen sudoku --n 500 --n-test 100 -o sudoku.npz
+    """
+    import io as _io
+
+    import numpy as np
+    from methodkit.tools.casper.tasks import generate
+
+    run = Run.from_context()
+    _refuse_terminal_binary(output)
+    if output != "-":
+        from pathlib import Path
+
+        if Path(output).exists() and not run.force:
+            from methodkit.core.errors import UsageError
+
+            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    arrays = generate(task, size=size, digits=digits, n=n, n_test=n_test, seed=seed)
+    buffer = _io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    _write_bytes(output, buffer.getvalue(), run.force)
+    if output != "-":
+        summary = {"task": task, "train": n, "test": n_test, "seed": seed, "arrays": sorted(arrays)}
+        summary.update({"size": size} if task == "warcraft" else {"digits": digits} if task == "mnist-add" else {})
+        run.emit_result(summary, output="-")
+
+
+def _load_dataset(run: Run, path: str, task: str | None):
+    """The dataset's arrays and its task (checked against --task when given)."""
+    from methodkit.core import io
+    from methodkit.core.errors import DataError
+    from methodkit.tools.casper.tasks import dataset_task
+
+    data = run.input_bytes(path)
+    arrays = io.read_arrays(data)
+    found = dataset_task(arrays, data.name)
+    if task is not None and found != task:
+        raise DataError(f"{data.name}: holds a {found} dataset, not {task}; pass --task {found}")
+    return arrays, found
+
+
+@main.command("train")
+@input_argument()
+@click.option("--task", type=click.Choice(TASKS), default=None, help="The dataset's task [default: read from INPUT].")
+@click.option("--method", type=click.Choice(METHODS), default="casper", show_default=True, help="Training method.")
+@click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True, help="Epochs.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Batch size.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True, help="AdamW rate.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use at most this many instances per epoch.")
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+)
+@click.option(
+    "-o", "--output", default=None, metavar="PATH", help="Weights (.safetensors), JSON sidecar beside it (required)."
+)
+@common_options("seed", "threads", "force", "meta", "quiet", "verbose")
+def train(input, task, method, epochs, batch_size, lr, limit, scale, output, seed, **_):
+    """Train the task's predictor on a dataset (INPUT) with the layer or a baseline.
+
+    Prints one JSON line per epoch. Writes the weights as safetensors and a JSON sidecar
+    (PATH with .json) holding the config and the data fingerprint.
+
+    \b
+    EXAMPLES
+      casper-solve train maps.npz --task warcraft --method casper -o model.safetensors
+      casper-solve train add.npz --task mnist-add --epochs 4 -o add.safetensors
+    """
+    import json
+    from pathlib import Path
+
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.casper.tasks import train as train_model
+
+    run = Run.from_context()
+    run.threads()
+    arrays, task = _load_dataset(run, input, task)
+    if output is None or output == "-":
+        raise UsageError("pass -o PATH.safetensors for the trained weights")
+    sidecar = Path(output).with_suffix(".json")
+    for path in (Path(output), sidecar):
+        if path.exists() and not run.force:
+            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+    with run.progress() as callback:
+        result = train_model(
+            task,
+            method,
+            arrays,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            seed=seed,
+            limit=limit,
+            scale=scale,
+            progress=callback,
+        )
+    from safetensors.torch import save
+
+    weights = save({k: v.contiguous() for k, v in result.model.state_dict().items()})
+    config = {**result.config, "data_sha256": next(iter(run.input_digests.values())), "log": result.log}
+    _write_bytes(output, weights, run.force)
+    with io.atomic_write(sidecar, binary=True, force=run.force) as handle:
+        handle.write((json.dumps(config, indent=1) + "\n").encode())
+    for row in result.log:
+        _print_json(row)
+    run.write_meta()
+
+
+@main.command("eval")
+@input_argument()
+@click.option("--task", type=click.Choice(TASKS), default=None, help="The dataset's task [default: read from INPUT].")
+@click.option("--method", type=click.Choice(METHODS), default="casper", show_default=True, help="Decode method.")
+@click.option("--model", "model_path", default=None, metavar="PATH", help="Weights from 'train' (required).")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Evaluate at most this many test instances.")
+@click.option(
+    "--scale",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+)
+@click.option("-o", "--output", default=None, metavar="PATH", help="Write the predictions NPZ here.")
+@common_options("seed", "threads", "force", "meta", "quiet", "verbose")
+def eval_(input, task, method, model_path, limit, scale, output, **_):
+    """Evaluate a trained predictor on the dataset's test split (INPUT).
+
+    Prints one JSON line per instance, then a summary line (validity, exact match,
+    cost ratio or accuracy, ms per instance).
+
+    \b
+    EXAMPLES
+      casper-solve eval maps.npz --task warcraft --method casper --model model.safetensors | tail -1
+    """
+    from methodkit.core import io
+    from methodkit.core.errors import DataError, UsageError
+    from methodkit.tools.casper.models import build
+    from methodkit.tools.casper.tasks import evaluate
+
+    run = Run.from_context()
+    run.threads()
+    arrays, task = _load_dataset(run, input, task)
+    if model_path is None:
+        raise UsageError("missing option '--model' (weights written by 'casper-solve train')")
+    if output is not None and output != "-":
+        from pathlib import Path
+
+        if Path(output).exists() and not run.force:
+            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    from safetensors.torch import load
+
+    try:
+        weights = load(run.input_bytes(model_path).data)
+    except DataError:
+        raise
+    except Exception:
+        raise DataError(f"{model_path}: not a safetensors file; train one with 'casper-solve train'") from None
+    model = build(task)
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError:
+        raise DataError(f"{model_path}: these weights are not a {task} model; train one with --task {task}") from None
+    with run.progress() as callback:
+        result = evaluate(task, method, model, arrays, limit=limit, scale=scale, progress=callback)
+    if output is not None:
+        io.write_arrays(output, result.predictions, force=run.force)
+    for row in result.rows:
+        _print_json(row)
+    run.emit_result(result.summary, output="-")
+
+
+@main.command("bench")
+@click.option("--quick", is_flag=True, help="Small sizes (for make demo).")
+@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Instances per case.")
+@common_options("output", "seed", "force", "meta", "quiet", "verbose")
+def bench(quick, batch, output, seed, **_):
+    """Time the projection and the decoders against references; CSV to -o, JSON summary on stdout.
+
+    \b
+    EXAMPLES
+      casper-solve bench -o bench.csv | jq .
+    """
+    import pandas as pd
+    from methodkit.core import io
+    from methodkit.tools.casper.bench import run as run_bench
+
+    run = Run.from_context()
+    with run.progress() as callback:
+        result = run_bench(quick=quick, batch=batch, seed=seed, progress=callback)
+    if output != "-":
+        io.write_table(pd.DataFrame(result.rows), output, force=run.force)
+    run.emit_result(result.to_dict(), output="-")

@@ -1,0 +1,150 @@
+"""The soft projection: exact (KKT, variational inequality over HiGHS LP vertices, a QP solver), and its Jacobian."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from methodkit.tools.casper.builders import addition_spec, grid_path_spec, sudoku_spec
+from methodkit.tools.casper.compiler import compile_spec
+from methodkit.tools.casper.kernels import sparsemax_segments
+from methodkit.tools.casper.projection import Projector, make_torch_layer
+
+PERM = {
+    "variables": [{"name": f"p{i}", "domain": 4} for i in range(4)],
+    "constraints": [{"type": "all_different", "vars": [f"p{i}" for i in range(4)]}],
+}
+SLACKS = {
+    "variables": [{"name": f"b{i}", "domain": "bool"} for i in range(6)],
+    "constraints": [
+        {"type": "at_most_k", "vars": [f"b{i}" for i in range(6)], "k": 2},
+        {"type": "linear", "coefs": {"b0": 1, "b1": 2}, "op": ">=", "rhs": 2},
+    ],
+}
+SPECS = {
+    "shidoku": sudoku_spec(4),
+    "grid4": grid_path_spec(4),
+    "perm": PERM,
+    "slacks": SLACKS,
+    "add2": addition_spec(2),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(SPECS))
+def program(request):
+    return compile_spec(SPECS[request.param])
+
+
+def _theta(program, rng, batch=3, scale=1.0):
+    theta = np.zeros((batch, program.n))
+    theta[:, : program.n_user] = rng.normal(0.5, scale, size=(batch, program.n_user))
+    return theta
+
+
+def test_sparsemax_kernel_matches_sorting_reference():
+    rng = np.random.default_rng(1)
+    theta = rng.normal(size=(5, 12))
+    ptr = np.array([0, 3, 7, 12])
+    out = sparsemax_segments(theta, ptr)
+    for i in range(5):
+        for g in range(3):
+            z = theta[i, ptr[g] : ptr[g + 1]]
+            # reference: bisection on tau, sum(max(z - tau, 0)) = 1
+            lo, hi = z.min() - 1, z.max()
+            for _ in range(200):
+                tau = (lo + hi) / 2
+                lo, hi = (tau, hi) if np.maximum(z - tau, 0).sum() > 1 else (lo, tau)
+            np.testing.assert_allclose(out[i, ptr[g] : ptr[g + 1]], np.maximum(z - tau, 0), atol=1e-9)
+
+
+def test_projection_is_feasible_and_satisfies_kkt(program):
+    rng = np.random.default_rng(2)
+    projector = Projector(program)
+    theta = _theta(program, rng)
+    mu, states = projector.project(theta)
+    for i, state in enumerate(states):
+        assert state.status == "ok"
+        assert np.max(np.abs(program.A @ mu[i] - program.b)) <= 1e-9
+        assert np.all(mu[i] >= program.lower - 1e-12) and np.all(mu[i] <= program.upper + 1e-12)
+
+
+def test_variational_inequality_over_highs_lp_vertices(program):
+    """mu = Pi_P(theta) iff (theta - mu).(v - mu) <= 0 for every vertex v of P; HiGHS gives vertices."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(3)
+    projector = Projector(program)
+    theta = _theta(program, rng, batch=2)
+    mu, _ = projector.project(theta)
+    bounds = [(lo, None if np.isinf(hi) else hi) for lo, hi in zip(program.lower, program.upper)]
+    for _ in range(15):
+        res = linprog(rng.normal(size=program.n), A_eq=program.A, b_eq=program.b, bounds=bounds, method="highs")
+        if res.status != 0:
+            continue
+        for i in range(2):
+            assert (theta[i] - mu[i]) @ (res.x - mu[i]) <= 1e-8
+
+
+def test_matches_a_qp_solver(program):
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(4)
+    projector = Projector(program)
+    theta = _theta(program, rng, batch=2)
+    mu, _ = projector.project(theta)
+    for i in range(2):
+        y = cp.Variable(program.n)
+        upper = np.where(np.isinf(program.upper), 1e6, program.upper)
+        cons = [program.A @ y == program.b, y >= program.lower, y <= upper]
+        cp.Problem(cp.Minimize(cp.sum_squares(y - theta[i])), cons).solve(solver="CLARABEL", tol_gap_abs=1e-12)
+        assert np.max(np.abs(y.value - mu[i])) <= 1e-4  # interior point: ~1e-5 accurate
+
+
+def test_affine_closed_form_when_no_bound_is_active():
+    program = compile_spec(grid_path_spec(3))
+    projector = Projector(program)
+    A, b = program.A.toarray(), program.b
+    theta = np.full((1, program.n), 0.45)
+    mu, states = projector.project(theta)
+    affine = theta[0] - A.T @ np.linalg.solve(A @ A.T, A @ theta[0] - b)
+    if np.all((affine > 0) & (affine < 1)):
+        assert states[0].method == "affine"
+        np.testing.assert_allclose(mu[0], affine, atol=1e-10)
+    else:  # the affine point leaves the box: Newton must differ from it and still be exact
+        assert states[0].method == "newton"
+
+
+def test_jacobian_matches_finite_differences_and_is_symmetric(program):
+    rng = np.random.default_rng(5)
+    projector = Projector(program)
+    theta = _theta(program, rng, batch=1)
+    _, states = projector.project(theta)
+    n = program.n
+    J = projector.vjp(states * n, np.eye(n))  # rows J e_k = J[:, k] (J symmetric)
+    np.testing.assert_allclose(J, J.T, atol=1e-8)
+    h = 1e-7
+    for k in rng.choice(n, size=min(n, 8), replace=False):
+        bumped = theta.copy()
+        bumped[0, k] += h
+        up, _ = projector.project(bumped)
+        bumped[0, k] -= 2 * h
+        down, _ = projector.project(bumped)
+        np.testing.assert_allclose((up[0] - down[0]) / (2 * h), J[k], atol=1e-5)
+
+
+def test_torch_layer_gradcheck():
+    import torch
+
+    program = compile_spec(PERM)
+    layer = make_torch_layer(Projector(program))
+    rng = np.random.default_rng(6)
+    theta = torch.tensor(_theta(program, rng, batch=2), dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(layer, (theta,), eps=1e-7, atol=1e-5)
+
+
+def test_newton_cap_gives_proj_error_not_an_inexact_mu():
+    program = compile_spec(sudoku_spec(4))
+    projector = Projector(program, max_iter=1)
+    theta = _theta(program, np.random.default_rng(7), batch=4, scale=3.0)
+    mu, states = projector.project(theta)
+    errors = [i for i, s in enumerate(states) if s.status == "proj_error"]
+    assert errors, "with one step some rows should fail"
+    assert all(np.isnan(mu[i]).all() for i in errors)

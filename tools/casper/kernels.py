@@ -1,0 +1,246 @@
+"""Numba kernels of Casper: per-group sparsemax, grid/graph Dijkstra, carry-chain Viterbi.
+
+Module-level @njit(cache=True) without eager signatures, so importing this module compiles
+nothing; each kernel has a plain-NumPy/Python reference in the tests.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def sparsemax_segments(theta, ptr):
+    """Euclidean projection of each segment theta[ptr[g]:ptr[g+1]] onto the probability simplex.
+
+    theta: (batch, n) with the groups laid out contiguously; returns (batch, n).
+    Sort descending, find the support size k (largest k with 1 + k z_k > sum_{j<=k} z_j),
+    threshold tau = (sum_{j<=k} z_j - 1) / k, y = max(theta - tau, 0).
+    """
+    batch, n = theta.shape
+    out = np.zeros((batch, n))
+    for i in range(batch):
+        for g in range(ptr.shape[0] - 1):
+            lo, hi = ptr[g], ptr[g + 1]
+            z = np.sort(theta[i, lo:hi])[::-1]
+            cumulative = 0.0
+            tau = 0.0
+            for k in range(hi - lo):
+                cumulative += z[k]
+                t = (cumulative - 1.0) / (k + 1)
+                if z[k] > t:
+                    tau = t
+            for j in range(lo, hi):
+                v = theta[i, j] - tau
+                out[i, j] = v if v > 0.0 else 0.0
+    return out
+
+
+@njit(cache=True)
+def _heap_push(heap_key, heap_node, size, key, node):
+    i = size
+    heap_key[i] = key
+    heap_node[i] = node
+    while i > 0:
+        parent = (i - 1) // 2
+        if heap_key[parent] <= heap_key[i]:
+            break
+        heap_key[parent], heap_key[i] = heap_key[i], heap_key[parent]
+        heap_node[parent], heap_node[i] = heap_node[i], heap_node[parent]
+        i = parent
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(heap_key, heap_node, size):
+    key, node = heap_key[0], heap_node[0]
+    size -= 1
+    heap_key[0] = heap_key[size]
+    heap_node[0] = heap_node[size]
+    i = 0
+    while True:
+        left, right, smallest = 2 * i + 1, 2 * i + 2, i
+        if left < size and heap_key[left] < heap_key[smallest]:
+            smallest = left
+        if right < size and heap_key[right] < heap_key[smallest]:
+            smallest = right
+        if smallest == i:
+            break
+        heap_key[smallest], heap_key[i] = heap_key[i], heap_key[smallest]
+        heap_node[smallest], heap_node[i] = heap_node[i], heap_node[smallest]
+        i = smallest
+    return key, node, size
+
+
+@njit(cache=True)
+def dijkstra_vertex_edge(indptr, heads, edge_ids, edge_w, node_w, source, target):
+    """Shortest source->target path; cost = node_w[source] + sum over path edges of edge_w[e] + node_w[head].
+
+    Graph in CSR by tail (indptr, heads, edge_ids). Weights must be >= 0 (the caller's tie-break makes
+    them > 0, so a cheapest walk is a simple path). Returns (pred_edge per node, -1 for none; cost).
+    """
+    n = indptr.shape[0] - 1
+    dist = np.full(n, np.inf)
+    pred = np.full(n, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=np.bool_)
+    capacity = heads.shape[0] + 1
+    heap_key = np.empty(capacity)
+    heap_node = np.empty(capacity, dtype=np.int64)
+    dist[source] = node_w[source]
+    size = _heap_push(heap_key, heap_node, 0, dist[source], source)
+    while size > 0:
+        key, u, size = _heap_pop(heap_key, heap_node, size)
+        if done[u]:
+            continue
+        done[u] = True
+        if u == target:
+            break
+        for k in range(indptr[u], indptr[u + 1]):
+            v = heads[k]
+            if done[v]:
+                continue
+            candidate = key + edge_w[edge_ids[k]] + node_w[v]
+            if candidate < dist[v]:
+                dist[v] = candidate
+                pred[v] = edge_ids[k]
+                size = _heap_push(heap_key, heap_node, size, candidate, v)
+    return pred, dist[target]
+
+
+@njit(cache=True)
+def viterbi_digit_sum(wa, wb, ws, wc, base):
+    """Cheapest (a, b, s, carries) with a_i + b_i + c_i = s_i + base c_{i+1}, s_N = c_N.
+
+    wa, wb: (N, base) weights of the digit indicators; ws: (N+1, base); wc: (N+1, 2) carry weights.
+    Forbidden values carry +inf. Dynamic programme over the carry state, O(N * 2 * base^2).
+    Returns (a, b, s, c, cost); cost is inf when nothing is feasible.
+    """
+    n = wa.shape[0]
+    dp = np.full((n + 1, 2), np.inf)
+    back_c = np.full((n + 1, 2), -1, dtype=np.int64)
+    back_a = np.zeros((n + 1, 2), dtype=np.int64)
+    back_b = np.zeros((n + 1, 2), dtype=np.int64)
+    dp[0, 0] = wc[0, 0]
+    dp[0, 1] = wc[0, 1]
+    for i in range(n):
+        for cin in range(2):
+            if dp[i, cin] == np.inf:
+                continue
+            for a in range(base):
+                ca = dp[i, cin] + wa[i, a]
+                if ca == np.inf:
+                    continue
+                for b in range(base):
+                    t = a + b + cin
+                    sd = t % base
+                    cout = t // base
+                    cost = ca + wb[i, b] + ws[i, sd] + wc[i + 1, cout]
+                    if cost < dp[i + 1, cout]:
+                        dp[i + 1, cout] = cost
+                        back_c[i + 1, cout] = cin
+                        back_a[i + 1, cout] = a
+                        back_b[i + 1, cout] = b
+    best = np.inf
+    last = -1
+    for c in range(2):
+        total = dp[n, c] + ws[n, c]
+        if total < best:
+            best = total
+            last = c
+    a_out = np.zeros(n, dtype=np.int64)
+    b_out = np.zeros(n, dtype=np.int64)
+    s_out = np.zeros(n + 1, dtype=np.int64)
+    c_out = np.zeros(n + 1, dtype=np.int64)
+    if last < 0:
+        return a_out, b_out, s_out, c_out, np.inf
+    c = last
+    c_out[n] = c
+    s_out[n] = c
+    for i in range(n, 0, -1):
+        a, b, cin = back_a[i, c], back_b[i, c], back_c[i, c]
+        a_out[i - 1] = a
+        b_out[i - 1] = b
+        s_out[i - 1] = (a + b + cin) % base
+        c_out[i - 1] = cin
+        c = cin
+    return a_out, b_out, s_out, c_out, best
+
+
+@njit(cache=True)
+def count_sudoku_solutions(grid, size, box, limit):
+    """Number of completions of a Sudoku (0 = empty, 1..size = digits), counting up to `limit`.
+
+    Iterative backtracking on bitmasks, always branching on the empty cell with fewest candidates.
+    """
+    n = size * size
+    g = grid.copy()
+    full = (1 << size) - 1
+    rowm = np.zeros(size, dtype=np.int64)
+    colm = np.zeros(size, dtype=np.int64)
+    boxm = np.zeros(size, dtype=np.int64)
+    for i in range(n):
+        if g[i] > 0:
+            r, c = i // size, i % size
+            b = (r // box) * box + c // box
+            v = 1 << (g[i] - 1)
+            if (rowm[r] & v) or (colm[c] & v) or (boxm[b] & v):
+                return 0
+            rowm[r] |= v
+            colm[c] |= v
+            boxm[b] |= v
+    stack_cell = np.zeros(n, dtype=np.int64)
+    stack_cand = np.zeros(n, dtype=np.int64)
+    depth = 0
+    count = 0
+    while True:
+        best, best_count, best_mask = -1, size + 1, 0
+        for i in range(n):
+            if g[i] == 0:
+                r, c = i // size, i % size
+                b = (r // box) * box + c // box
+                m = full & ~(rowm[r] | colm[c] | boxm[b])
+                pc = 0
+                x = m
+                while x:
+                    x &= x - 1
+                    pc += 1
+                if pc < best_count:
+                    best, best_count, best_mask = i, pc, m
+                    if pc <= 1:
+                        break
+        if best == -1:
+            count += 1
+            if count >= limit:
+                return count
+        elif best_count > 0:
+            stack_cell[depth] = best
+            stack_cand[depth] = best_mask
+            depth += 1
+        # advance to the next untried candidate, undoing exhausted cells
+        while depth > 0:
+            cell = stack_cell[depth - 1]
+            r, c = cell // size, cell % size
+            b = (r // box) * box + c // box
+            if g[cell] != 0:
+                v = 1 << (g[cell] - 1)
+                rowm[r] &= ~v
+                colm[c] &= ~v
+                boxm[b] &= ~v
+                g[cell] = 0
+            m = stack_cand[depth - 1]
+            if m == 0:
+                depth -= 1
+                continue
+            v = m & -m
+            stack_cand[depth - 1] = m ^ v
+            digit = 0
+            while (1 << digit) != v:
+                digit += 1
+            g[cell] = digit + 1
+            rowm[r] |= v
+            colm[c] |= v
+            boxm[b] |= v
+            break
+        if depth == 0:
+            return count

@@ -1,0 +1,276 @@
+"""The soft output: mu = argmin_{y in P} 1/2 ||y - theta||^2, exact, with its closed-form Jacobian.
+
+P = {y : A y = b, l <= y <= u}. For a dual vector nu the minimiser over the box is
+y(nu) = clip(theta - A^T nu, l, u), always optimal for nu; what remains is A y(nu) = b, a
+piecewise-linear monotone system. We solve it by semismooth Newton on the concave dual
+g(nu) = min_box L(y, nu): the generalised Hessian is -A D A^T with D the free set, the step solves
+A (D + kappa (I - D)) A^T dnu = F(nu) by sparse LU, and an Armijo search on g keeps every step an
+ascent. kappa = 1e-2 min(||F||, 1) regularises rows whose variables are all at a bound and vanishes
+as F -> 0; at the end one step on the exact A D A^T solves the linear system on the final active
+set (the "polish"). Termination: ||A y - b||_inf <= tol, which with y = clip(theta - A^T nu)
+is the full KKT certificate. A row that needs more than `max_iter` steps gets status proj_error
+and a NaN mu, never a silently inexact one.
+
+Closed-form cases: (i) only disjoint one-hot rows -> per-group sparsemax (Numba);
+(ii) no bound active at the affine projection nu0 = (A A^T)^{-1}(A theta - b) -> done at step 0.
+
+Backward: J = D - D A^T (A D A^T)^+ A D (symmetric), applied with the last factorisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from methodkit.tools.casper.program import Program, onehot_only
+from scipy.sparse.linalg import splu
+
+MAX_ITER = 50
+TOL = 1e-10
+DENSE_SIZE = 50_000  # m * n below which dense LAPACK beats sparse overhead
+
+
+class _DenseFactor:
+    """LU of a small dense Gram matrix, with splu's .solve interface."""
+
+    def __init__(self, M: np.ndarray):
+        import warnings
+
+        from scipy.linalg import lu_factor
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.lu = lu_factor(M, check_finite=False)
+
+    def solve(self, rhs: np.ndarray) -> np.ndarray:
+        from scipy.linalg import lu_solve
+
+        return lu_solve(self.lu, rhs, check_finite=False)
+
+
+@dataclass
+class RowState:
+    """What one instance's projection leaves for the backward pass and the report."""
+
+    status: str  # "ok" or "proj_error"
+    method: str  # "sparsemax", "affine" or "newton"
+    iterations: int
+    residual: float  # ||A mu - b||_inf at the end
+    free: np.ndarray | None = None  # bool (n,), variables strictly inside their bounds
+    factor: object | None = None  # splu of A_S A_S^T + delta I (Newton rows)
+
+
+class Projector:
+    """Exact Euclidean projection onto a program's polytope, batched over instances."""
+
+    def __init__(self, program: Program, *, max_iter: int = MAX_ITER, tol: float = TOL):
+        self.program = program
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n = program.n
+        self.lower = program.lower
+        self.upper = program.upper
+        self.A = program.A.tocsc()
+        self.At = program.A.T.tocsr()
+        self.Ar = program.A.tocsr()
+        self.b = program.b
+        self.dense = program.m * program.n <= DENSE_SIZE
+        if self.dense:
+            self.Ad = program.A.toarray()
+            self.Ar = self.Ad
+            self.At = np.ascontiguousarray(self.Ad.T)
+        self.sparsemax = onehot_only(program)
+        if self.sparsemax:
+            rows = np.full(self.n, -1, dtype=np.int64)
+            coo = program.A.tocoo()
+            rows[coo.col] = coo.row
+            in_group = rows >= 0
+            order = np.flatnonzero(in_group)
+            order = order[np.argsort(rows[order], kind="stable")]
+            self.group_order = order
+            self.group_ptr = np.r_[0, np.cumsum(np.bincount(rows[order], minlength=program.m))].astype(np.int64)
+            self.group_of = rows
+            self.loose = np.flatnonzero(~in_group)
+            self.full_factor = None
+        else:
+            self.full_factor = self._factor(np.ones(self.n, dtype=bool), 0.0) if program.m else None
+
+    # ---- helpers
+    def _factor(self, free: np.ndarray, delta: float):
+        """A factorisation of A_S A_S^T + delta I (S = free) with a .solve method."""
+        if self.dense:
+            A_s = self.Ad[:, free]
+            M = A_s @ A_s.T
+            M[np.diag_indices_from(M)] += delta
+            return _DenseFactor(M)
+        return splu(self._gram(free, delta))
+
+    def _soft_factor(self, free: np.ndarray, kappa: float):
+        """A (D + kappa (I - D)) A^T: clipped variables keep a small weight while far from the solution,
+        so rows whose variables are all at a bound get steps of the right scale (kappa -> 0 as F -> 0)."""
+        weight = np.where(free, 1.0, kappa)
+        if self.dense:
+            M = (self.Ad * weight) @ self.Ad.T
+            M[np.diag_indices_from(M)] += 1e-12
+            return _DenseFactor(M)
+        M = (self.A @ sp.diags(weight) @ self.A.T).tocsc() + 1e-12 * sp.identity(self.program.m, format="csc")
+        return splu(sp.csc_matrix(M))
+
+    def _gram(self, free: np.ndarray, delta: float):
+        A_s = self.A[:, free]
+        M = (A_s @ A_s.T).tocsc()
+        if delta:
+            M = M + delta * sp.identity(M.shape[0], format="csc")
+        return sp.csc_matrix(M)
+
+    def _respond(self, theta, nu):
+        z = theta - self.At @ nu
+        y = np.clip(z, self.lower, self.upper)
+        F = self.Ar @ y - self.b
+        return z, y, F
+
+    def _dual(self, theta, y, F, nu) -> float:
+        d = y - theta
+        return 0.5 * float(d @ d) + float(nu @ F)
+
+    # ---- forward
+    def project(self, theta: np.ndarray, lower=None, upper=None) -> tuple[np.ndarray, list[RowState]]:
+        """theta (batch, n) -> mu (batch, n) float64 and one RowState per row.
+
+        `lower`/`upper` (batch, n) optionally replace the program's bounds per row (clamping
+        observed variables, as weak supervision does).
+        """
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):  # small systems: threads only contend
+            return self._project(np.ascontiguousarray(theta, dtype=np.float64), lower, upper)
+
+    def _project(self, theta, lower, upper):
+        if self.sparsemax and lower is None and upper is None:
+            return self._project_sparsemax(theta)
+        mu = np.empty_like(theta)
+        states = []
+        for i in range(theta.shape[0]):
+            self.lower = self.program.lower if lower is None else lower[i]
+            self.upper = self.program.upper if upper is None else upper[i]
+            try:
+                mu[i], state = self._project_one(theta[i])
+            finally:
+                self.lower, self.upper = self.program.lower, self.program.upper
+            states.append(state)
+        return mu, states
+
+    def _project_sparsemax(self, theta):
+        from methodkit.tools.casper.kernels import sparsemax_segments
+
+        program_A = self.program.A
+        mu = np.empty_like(theta)
+        mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
+        mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
+        states = []
+        for i in range(theta.shape[0]):
+            free = (mu[i] > 0) & (mu[i] < 1)
+            free[self.loose] = (theta[i, self.loose] > 0) & (theta[i, self.loose] < 1)
+            residual = float(np.max(np.abs(program_A @ mu[i] - self.b), initial=0.0))
+            states.append(RowState("ok", "sparsemax", 0, residual, free))
+        return mu, states
+
+    def _project_one(self, theta: np.ndarray):
+        if self.full_factor is None:  # no rows: the box alone
+            free = (theta > self.lower) & (theta < self.upper)
+            return np.clip(theta, self.lower, self.upper), RowState("ok", "affine", 0, 0.0, free)
+        nu = self.full_factor.solve(self.Ar @ theta - self.b)
+        z, y, F = self._respond(theta, nu)
+        g = self._dual(theta, y, F, nu)
+        for it in range(self.max_iter + 1):
+            norm = float(np.max(np.abs(F), initial=0.0))
+            if norm <= self.tol:
+                return self._finish(theta, nu, z, y, F, it)
+            if it == self.max_iter:
+                break
+            free = (z > self.lower) & (z < self.upper)
+            factor = self._soft_factor(free, 1e-2 * min(norm, 1.0))
+            step = factor.solve(F)
+            slope = float(F @ step)
+            t = 1.0
+            for _ in range(40):  # Armijo on the concave dual
+                nu_t = nu + t * step
+                z_t, y_t, F_t = self._respond(theta, nu_t)
+                g_t = self._dual(theta, y_t, F_t, nu_t)
+                if g_t >= g + 1e-4 * t * slope - 1e-13 * max(1.0, abs(g)):
+                    break
+                t *= 0.5
+            nu, z, y, F, g = nu_t, z_t, y_t, F_t, g_t
+        nan = np.full(self.n, np.nan)
+        return nan, RowState("proj_error", "newton", self.max_iter, float(np.max(np.abs(F))), None, None)
+
+    def _finish(self, theta, nu, z, y, F, iterations):
+        """Polish: one exact step on the final free set, kept if it lowers the residual."""
+        free = (z > self.lower) & (z < self.upper)
+        factor = self._factor(free, 1e-14)
+        norm = float(np.max(np.abs(F), initial=0.0))
+        if norm > 0.0:
+            nu_p = nu + factor.solve(F)
+            z_p, y_p, F_p = self._respond(theta, nu_p)
+            free_p = (z_p > self.lower) & (z_p < self.upper)
+            norm_p = float(np.max(np.abs(F_p), initial=0.0))
+            if norm_p < norm and np.array_equal(free_p, free):
+                y, norm = y_p, norm_p
+        method = "affine" if iterations == 0 else "newton"
+        return y, RowState("ok", method, iterations, norm, free, factor)
+
+    # ---- backward
+    def vjp(self, states: list[RowState], grad: np.ndarray) -> np.ndarray:
+        """J g per row, J = D - D A^T (A D A^T)^+ A D."""
+        grad = np.asarray(grad, dtype=np.float64)
+        out = np.zeros_like(grad)
+        for i, state in enumerate(states):
+            if state.status != "ok":
+                continue
+            g = np.where(state.free, grad[i], 0.0)
+            if state.method == "sparsemax":
+                sums = np.bincount(
+                    self.group_of[self.group_order], weights=g[self.group_order], minlength=self.program.m
+                )
+                counts = np.bincount(
+                    self.group_of[self.group_order],
+                    weights=state.free[self.group_order].astype(float),
+                    minlength=self.program.m,
+                )
+                mean = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+                in_group = self.group_of >= 0
+                g[in_group] -= np.where(state.free[in_group], mean[self.group_of[in_group]], 0.0)
+                out[i] = g
+                continue
+            if state.factor is None:
+                out[i] = g
+                continue
+            A_s = self.Ad[:, state.free] if self.dense else self.A[:, state.free]
+            rhs = A_s @ g[state.free]
+            lam = state.factor.solve(rhs)
+            g[state.free] -= A_s.T @ lam
+            out[i] = g
+        return out
+
+
+def make_torch_layer(projector: Projector):
+    """A differentiable torch function (theta (batch, n), optional bounds) -> mu (batch, n)."""
+    import torch
+
+    class CasperProjection(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, theta, lower=None, upper=None):
+            mu, states = projector.project(theta.detach().cpu().double().numpy(), lower, upper)
+            ctx.states = states
+            bad = [i for i, s in enumerate(states) if s.status != "ok"]
+            mu = torch.from_numpy(mu).to(theta.dtype).to(theta.device)
+            ctx.bad = bad
+            return mu
+
+        @staticmethod
+        def backward(ctx, grad):
+            g = projector.vjp(ctx.states, grad.detach().cpu().double().numpy())
+            return torch.from_numpy(g).to(grad.dtype).to(grad.device), None, None
+
+    return CasperProjection.apply
