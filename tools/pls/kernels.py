@@ -60,10 +60,9 @@ def refit_coefficients(T, Y, rcond):
     K, n, Bt = T.shape
     B = Y.shape[1]
     beta = np.zeros((B, K))
+    basis_of = np.arange(B) if Bt > 1 else np.zeros(B, dtype=np.int64)  # Bt == 1: one basis for all
     for b in prange(B):
-        t = b
-        if Bt == 1:
-            t = 0
+        t = basis_of[b]
         G = np.zeros((K, K))
         r = np.zeros(K)
         for a in range(K):
@@ -96,10 +95,9 @@ def combine_scores(S, beta):
     K, n, Bs = S.shape
     B = beta.shape[0]
     out = np.zeros((n, B))
+    basis_of = np.arange(B) if Bs > 1 else np.zeros(B, dtype=np.int64)
     for b in prange(B):
-        s_col = b
-        if Bs == 1:
-            s_col = 0
+        s_col = basis_of[b]
         for k in range(K):
             c = beta[b, k]
             if c != 0.0:
