@@ -235,17 +235,13 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
     _refuse_existing(outputs, run.force)
     if null_path and io.format_from_path(null_path, None, "npy") not in ("npy", "npz"):
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
+    k_list = _parse_ks(ks) if ks is not None else None
     with _limit_threads(run):
         design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna)
         for message in design.warnings:
             warn(PROG, message)
-        k_list = _parse_ks(ks)
+        k_list = k_list or _parse_ks(ks)
         kind, W = _directions(directions, run)
-        if kind == "fixed":
-            warn(
-                PROG,
-                "fixed directions must come from independent data; directions learned on these rows invalidate the test",
-            )
         if perms < 99 and method in ("nb-perm", "all", "cvq2-perm"):
             warn(PROG, f"--perms {perms} < 99: the p-value floor 1/(B+1) = {1 / (perms + 1):.3g} is too coarse")
         options = api.Options(
@@ -265,6 +261,11 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
         )
         for K in k_list:
             api.check_k(design, K, options)
+        if kind == "fixed":
+            warn(
+                PROG,
+                "fixed directions must come from independent data; directions learned on these rows invalidate the test",
+            )
         gate_state = api.gate.check(design.X)
         if gate_state.fired and method in ("auto", "nb", "all") and not force_nb:
             warn(
