@@ -283,8 +283,14 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
     if run.fmt == "table" or (run.fmt is None and run.output == "-" and _stdout_is_terminal()):
         import pandas as pd
 
+        from methodkit.cli._common import _print_frame
+
         keep = ["method", "k", "n", "p", "statistic", "pvalue", "reject", "n_fits", "seconds"]
-        run.emit_table(pd.DataFrame(rows)[keep], fmt="csv" if run.output != "-" else None)
+        frame = pd.DataFrame(rows)[keep]
+        if run.output == "-":
+            _print_frame(frame)  # the human table, also when piped with --format table
+        else:
+            io.write_table(frame, run.output, "csv", force=run.force)
     else:
         with io.atomic_write(run.output, force=run.force) as handle:
             for row in rows:
