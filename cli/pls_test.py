@@ -51,6 +51,18 @@ def main():
       pls-test power --geometry toeplitz0.5 -n 40,60,80 --methods nb,cvq2-perm --reps 50
 
     \b
+    NOTES
+      Our reading where the paper is vague:
+      --force overwrites output files, as in every methodkit tool; the gate
+        override is --force-nb.
+      Degenerate resampling exits 1 (failure while running), not 4.
+      CV-permutation-Q2 pools PRESS over folds against the train-fold mean,
+        y standardised with train moments; a failed null fit is an exceedance.
+      spca keeps the 20% of columns most correlated with y (--spca-keep).
+      fixed:W.npy directions are in the units of X's columns.
+      Jackknife omnibus p = Holm-adjusted minimum p over the coefficients.
+
+    \b
     EXIT STATUS
       0  success (a test that does not reject is success)
       1  failure while running, including degenerate resampling (more than half
