@@ -10,14 +10,14 @@ METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
 
 DEMO = [
     DemoStep(
-        "pls-test sim --geometry toeplitz0.5 -n 100 --seed 1 | pls-test test -k 2 --method nb -j 1",
-        "sim toeplitz0.5 n=100 p=50",
+        "pls-test sim --geometry toeplitz0.5 -n 150 --seed 1 | pls-test test -k 2 --method nb -j 1",
+        "sim toeplitz0.5 n=150 p=50",
         "pvalue",
         "NB-asymptotic p",
     ),
     DemoStep(
-        "pls-test sim --geometry toeplitz0.5 -n 100 --seed 1 | pls-test test -k 2 --method cvq2-perm --perms 200 -j 1",
-        "sim toeplitz0.5 n=100 p=50",
+        "pls-test sim --geometry toeplitz0.5 -n 150 --seed 1 | pls-test test -k 2 --method cvq2-perm --perms 200 -j 1",
+        "sim toeplitz0.5 n=150 p=50",
         "pvalue",
         "CV-permutation-Q2 p (B=200)",
     ),
