@@ -294,7 +294,6 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
         rows = [{**row, "meta": record} for row in rows]
     if run.fmt == "table" or (run.fmt is None and run.output == "-" and _stdout_is_terminal()):
         import pandas as pd
-
         from methodkit.cli._common import _print_frame
 
         keep = ["method", "k", "n", "p", "statistic", "pvalue", "reject", "n_fits", "seconds"]
