@@ -1,0 +1,525 @@
+"""pls-test: confirmatory inference for PLS via held-out OLS refits of the supervised subspace."""
+
+from __future__ import annotations
+
+import click
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+
+PROG = "pls-test"
+METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
+
+DEMO = [
+    DemoStep(
+        "pls-test sim --geometry toeplitz0.5 -n 150 --seed 1 | pls-test test -k 2 --method nb -j 1",
+        "sim toeplitz0.5 n=150 p=50",
+        "pvalue",
+        "NB-asymptotic p",
+    ),
+    DemoStep(
+        "pls-test sim --geometry toeplitz0.5 -n 150 --seed 1 | pls-test test -k 2 --method cvq2-perm --perms 200 -j 1",
+        "sim toeplitz0.5 n=150 p=50",
+        "pvalue",
+        "CV-permutation-Q2 p (B=200)",
+    ),
+    DemoStep(
+        "pls-test test builtin:diabetes -k 2 --method nb-perm --perms 199 --rotate varimax -j 1",
+        "diabetes (scikit-learn)",
+        "statistic",
+        "NB-permutation tanh(mean z)",
+    ),
+]
+
+
+@tool_group(name=PROG)
+def main():
+    """Confirmatory tests for PLS regression at a pre-specified number of components K.
+
+    The held-out OLS refit of the supervised subspace: on J random 50/50 splits, PLS1
+    directions learned on the train half are refitted by OLS on the train scores and
+    correlated with y on the test half; the test statistic is tanh of the mean
+    Fisher z. NB-asymptotic calibrates it with the Nadeau-Bengio corrected resampled t
+    (J fits); NB-permutation permutes y on the same splits; CV-permutation-Q2 and the
+    jackknife t (R pls::jack.test) are the baselines. A gate (p <= 4, n < 25 or a
+    stable rank of X below 3) reroutes NB-asymptotic to NB-permutation.
+
+    \b
+    EXAMPLES
+      pls-test datasets --fetch                       # once: tecator & co. from Debian
+      pls-test test builtin:tecator:fat -k 3
+      pls-test test data.csv --target y -k 1,2,3 --method all | jq .pvalue
+      pls-test sim --geometry toeplitz0.5 -n 100 | pls-test test -k 2 --method nb
+      pls-test power --geometry toeplitz0.5 -n 40,60,80 --methods nb,cvq2-perm --reps 50
+
+    \b
+    NOTES
+      Our reading where the paper is vague:
+      --force overwrites output files, as in every methodkit tool; the gate
+        override is --force-nb.
+      Degenerate resampling exits 1 (failure while running), not 4.
+      CV-permutation-Q2 pools PRESS over folds against the train-fold mean,
+        y standardised with train moments; a failed null fit is an exceedance.
+      spca keeps the 20% of columns most correlated with y (--spca-keep).
+      fixed:W.npy directions are in the units of X's columns.
+      Jackknife omnibus p = Holm-adjusted minimum p over the coefficients.
+      --device auto runs on the CPU; --device cuda uses the CuPy twins.
+
+    \b
+    EXIT STATUS
+      0  success (a test that does not reject is success)
+      1  failure while running, including degenerate resampling (more than half
+         of the splits or permutations failed)
+      2  bad usage or bad input data
+      3  --fail-if-reject was given and a test rejected
+      130  interrupted
+    """
+
+
+def _limit_threads(run: Run):
+    """Apply -j to Numba and to BLAS (threadpoolctl), which small batched GEMMs oversubscribe."""
+    from threadpoolctl import threadpool_limits
+
+    n = run.threads()
+    return threadpool_limits(limits=n)
+
+
+def _parse_ks(text: str | None) -> list[int]:
+    from methodkit.core.errors import UsageError
+
+    if text is None:
+        raise UsageError("-k/--components is required: pre-specify K (e.g. -k 3, or -k 1,2,3 for separate tests)")
+    if text.strip().lower() == "auto":
+        raise UsageError(
+            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3)"
+        )
+    try:
+        ks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"-k/--components '{text}': expected an integer or a comma list such as 1,2,3") from None
+    if not ks or min(ks) < 1:
+        raise UsageError(f"-k/--components '{text}': every K must be >= 1")
+    return ks
+
+
+def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna):
+    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
+    from methodkit.core import io
+    from methodkit.core.errors import DataError, UsageError
+    from methodkit.tools.pls import data, sources
+
+    if source.startswith("builtin:"):
+        frame, target, x_glob = sources.builtin(source, target, x_glob, x_range)
+        return data.from_frame(
+            frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+        )
+    kind = io.format_from_path(source, run.params.get("in_format"), "csv") if source != "-" else None
+    if kind in ("npz", "npy"):
+        arrays = io.read_arrays(run.input_bytes(source))
+        if kind == "npz":
+            missing = [k for k in ("X", "y") if k not in arrays]
+            if missing:
+                raise DataError(f"{source}: NPZ needs arrays 'X' and 'y' (has: {', '.join(arrays) or 'none'})")
+            return data.from_arrays(arrays["X"], arrays["y"], source)
+        if not y_path:
+            raise UsageError(f"{source}: an .npy X needs its y: pass --y Y.npy")
+        y_arrays = io.read_arrays(run.input_bytes(y_path))
+        return data.from_arrays(arrays["arr_0"], next(iter(y_arrays.values())), source)
+    frame = run.read_table(source)
+    return data.from_frame(
+        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+    )
+
+
+def _directions(text: str, run: Run):
+    """--directions pls | spca | fixed:W.npy -> (kind, W or None)."""
+    from methodkit.core import io
+    from methodkit.core.errors import DataError, UsageError
+
+    if text in ("pls", "spca"):
+        return text, None
+    if text.startswith("fixed:") and len(text) > 6:
+        path = text[6:]
+        arrays = io.read_arrays(run.input_bytes(path))
+        W = next(iter(arrays.values())) if len(arrays) == 1 else arrays.get("W")
+        if W is None:
+            raise DataError(f"--directions {text}: expected one array (or an NPZ with 'W')")
+        if W.ndim == 1:
+            W = W[:, None]
+        if W.ndim != 2 or W.dtype.kind not in "fiu":
+            raise DataError(f"--directions {text}: W must be a numeric p x K matrix, got shape {W.shape}")
+        return "fixed", W.astype(float)
+    raise UsageError(f"--directions '{text}': expected pls, spca or fixed:W.npy")
+
+
+def _refuse_existing(paths, force: bool) -> None:
+    from pathlib import Path
+
+    from methodkit.core.errors import UsageError
+
+    for path in paths:
+        if path and path != "-" and Path(path).exists() and not force:
+            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+
+
+@main.command("test")
+@input_argument()
+@click.option("-k", "--components", "ks", metavar="K[,K...]", help="Components (required); a list runs separate tests.")
+@click.option("--target", default=None, help="Response column [default: the data set's target, else 'y'].")
+@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns by glob, e.g. 'absorp_*'.")
+@click.option("--x-range", default=None, metavar="FIRST:LAST", help="X columns from FIRST to LAST (by name).")
+@click.option("--y", "y_path", default=None, metavar="PATH", help="y as .npy when INPUT is an X .npy.")
+@click.option("--drop-nonnumeric", is_flag=True, help="Drop non-numeric X columns instead of failing.")
+@click.option("--dropna", is_flag=True, help="Drop rows with NaN/inf instead of failing.")
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="Test(s) to run.")
+@click.option("--splits", type=int, default=50, show_default=True, help="Random 50/50 splits J (nb, nb-perm).")
+@click.option("--perms", type=int, default=1000, show_default=True, help="Permutations B (nb-perm, cvq2-perm).")
+@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F (cvq2-perm).")
+@click.option("--segments", type=int, default=None, help="Jackknife segments g [default: delete-one].")
+@click.option(
+    "--jack-center", type=click.Choice(["mean", "full"]), default="mean", show_default=True, help="Jackknife centre."
+)
+@click.option(
+    "--directions", default="pls", show_default=True, metavar="pls|spca|fixed:W.npy", help="Direction learner."
+)
+@click.option("--spca-keep", type=int, default=None, help="spca: columns kept by the screen [default: 20% of p].")
+@click.option(
+    "--rotate",
+    type=click.Choice(["none", "varimax"]),
+    default="none",
+    show_default=True,
+    help="Recheck in a rotated basis.",
+)
+@click.option("--kaiser/--no-kaiser", default=True, show_default=True, help="Kaiser normalisation for varimax.")
+@click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Level for the 'reject' field.")
+@click.option("--fail-if-reject", is_flag=True, help="Exit 3 when any test rejects at --alpha.")
+@click.option("--per-split", "per_split_path", default=None, metavar="CSV", help="Write per-split r and z here.")
+@click.option("--null", "null_path", default=None, metavar="NPY", help="Write permutation null statistics here.")
+@click.option("--loadings", "loadings_path", default=None, metavar="CSV", help="Write W, varimax W and rotation.")
+@click.option("--coef", "coef_path", default=None, metavar="CSV", help="Write the jackknife coefficient table.")
+@common_options(
+    "output",
+    "format",
+    "in_format",
+    "seed",
+    "device",
+    "threads",
+    "meta",
+    "force",
+    "quiet",
+    "verbose",
+    formats=("jsonl", "table"),
+)
+def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, method, splits, perms, folds,
+          segments, jack_center, directions, spca_keep, rotate, kaiser, force_nb, alpha, fail_if_reject,
+          per_split_path, null_path, loadings_path, coef_path, **_):  # fmt: skip
+    """Test H0: y is unrelated to the K-component PLS subspace of X (one JSON line per method and K).
+
+    Tests at each K given with -k (separate tests, not a selection: -k auto is refused).
+    Fields: method, method_requested, k, n, p, statistic (tanh of mean z; Q2 for
+    cvq2-perm; max |t| for jackknife), pvalue, mean_r, heldout_r2, t, df, n_splits,
+    n_perm, n_folds, q2, gate {fired, reason, stable_rank, n_eff}, rho_hat,
+    rotation_delta, n_fits, seconds, seed, version.
+
+    --directions fixed:W.npy takes p x K directions in the units of X's columns,
+    learned on independent data (directions learned on the same rows invalidate the test).
+
+    \b
+    EXAMPLES
+      pls-test test builtin:tecator:fat -k 3
+      pls-test test builtin:tecator:moisture -k 3 --method all --rotate varimax
+      pls-test test data.csv --target y --x 'f_*' -k 1,2 --per-split splits.csv
+      pls-test test emb.npz -k 2 --directions fixed:probe.npy --method nb-perm
+
+    \b
+    EXIT STATUS
+      0  success (no rejection is success too)
+      1  failure while running, including degenerate resampling
+      2  bad usage or bad input data (NaN, constant y, n < K+5, -k auto...)
+      3  --fail-if-reject and a test rejected
+      130  interrupted
+    """
+    import numpy as np
+    from methodkit.core import io
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.pls import api, methods
+
+    run = Run.from_context()
+    outputs = [run.output, per_split_path, null_path, loadings_path, coef_path, run.params.get("meta")]
+    _refuse_existing(outputs, run.force)
+    if null_path and io.format_from_path(null_path, None, "npy") not in ("npy", "npz"):
+        raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
+    k_list = _parse_ks(ks) if ks is not None else None
+    with _limit_threads(run):
+        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna)
+        for message in design.warnings:
+            warn(PROG, message)
+        k_list = k_list or _parse_ks(ks)
+        kind, W = _directions(directions, run)
+        if perms < 99 and method in ("nb-perm", "all", "cvq2-perm"):
+            warn(PROG, f"--perms {perms} < 99: the p-value floor 1/(B+1) = {1 / (perms + 1):.3g} is too coarse")
+        options = api.Options(
+            method=method,
+            splits=splits,
+            perms=perms,
+            folds=folds,
+            seed=run.seed,
+            directions=methods.Directions(kind, spca_keep, W),
+            rotate=rotate,
+            kaiser=kaiser,
+            force_nb=force_nb,
+            alpha=alpha,
+            segments=segments,
+            jack_center=jack_center,
+            # auto stays on the CPU: the CuPy twins have not been validated on a device yet
+            device="cpu" if run.params.get("device") == "auto" else run.device(),
+        )
+        for K in k_list:
+            api.check_k(design, K, options)
+        if kind == "fixed":
+            warn(
+                PROG,
+                "fixed directions must come from independent data; directions learned on these rows invalidate the test",
+            )
+        gate_state = api.gate.check(design.X)
+        if gate_state.fired and method in ("auto", "nb", "all") and not force_nb:
+            warn(
+                PROG,
+                f"gate fired ({gate_state.reason}): NB-asymptotic rerouted to NB-permutation; --force-nb overrides",
+            )
+        with run.progress() as progress:
+            results = api.run(design, k_list, options, progress)
+        loadings = {K: api.loadings(design, K, options) for K in k_list} if loadings_path else None
+    _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path)
+    rows = [r.to_dict() for r in results]
+    record = run.write_meta()
+    if record is not None:
+        rows = [{**row, "meta": record} for row in rows]
+    if run.fmt == "table" or (run.fmt is None and run.output == "-" and _stdout_is_terminal()):
+        import pandas as pd
+        from methodkit.cli._common import _print_frame
+
+        keep = ["method", "k", "n", "p", "statistic", "pvalue", "reject", "n_fits", "seconds"]
+        frame = pd.DataFrame(rows)[keep]
+        if run.output == "-":
+            _print_frame(frame)  # the human table, also when piped with --format table
+        else:
+            io.write_table(frame, run.output, "csv", force=run.force)
+    else:
+        with io.atomic_write(run.output, force=run.force) as handle:
+            for row in rows:
+                handle.write((io.dumps_json(row) + "\n").encode("utf-8"))
+    if fail_if_reject and any(r.reject for r in results):
+        hits = ", ".join(f"{r.method} k={r.k} p={r.pvalue:.3g}" for r in results if r.reject)
+        raise CheckFailed(f"--fail-if-reject: rejected at alpha = {alpha}: {hits}")
+    del np
+
+
+def _stdout_is_terminal() -> bool:
+    import sys
+
+    return sys.stdout.isatty()
+
+
+def _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path):
+    import numpy as np
+    import pandas as pd
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+
+    if per_split_path:
+        rows = [{"method": r.method, "k": r.k, **s} for r in results for s in (r.per_split or [])]
+        columns = ["method", "k", "split", "n_train", "n_test", "r", "z", "degenerate", "truncated"]
+        io.write_table(pd.DataFrame(rows, columns=columns), per_split_path, force=run.force)
+    if null_path:
+        nulls = {f"{r.method}_k{r.k}": r.null for r in results if r.null is not None}
+        if not nulls:
+            raise UsageError("--null: no permutation method ran (use --method nb-perm, cvq2-perm or all)")
+        if null_path.endswith(".npy") and len(nulls) > 1:
+            raise UsageError(f"--null {null_path}: {len(nulls)} nulls ({', '.join(nulls)}); use a .npz path")
+        io.write_arrays(null_path, nulls, force=run.force)
+    if loadings_path:
+        rows = []
+        K_max = max(loadings)
+        for K, block in loadings.items():
+            for kind in ("W", "W_varimax"):
+                for name, values in zip(design.names, block[kind]):
+                    rows.append({"k": K, "block": kind, "name": name, **_components(values, K_max)})
+            for i, values in enumerate(block["rotation"]):
+                rows.append({"k": K, "block": "rotation", "name": f"comp_{i + 1}", **_components(values, K_max)})
+        io.write_table(pd.DataFrame(rows), loadings_path, force=run.force)
+    if coef_path:
+        tables = [r for r in results if r.coef_table is not None]
+        if not tables:
+            raise UsageError("--coef: the jackknife did not run (use --method jackknife or all)")
+        frames = []
+        for r in tables:
+            t = r.coef_table
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "k": r.k,
+                        "variable": design.names,
+                        "coef": t["coef"],
+                        "sd": t["sd"],
+                        "t": t["t"],
+                        "df": t["df"],
+                        "p": t["p"],
+                        "p_holm": t["p_holm"],
+                    }
+                )
+            )
+        io.write_table(pd.concat(frames, ignore_index=True), coef_path, force=run.force)
+    del np
+
+
+def _components(values, K_max: int) -> dict:
+    return {f"comp_{j + 1}": (float(values[j]) if j < len(values) else None) for j in range(K_max)}
+
+
+@main.command("sim")
+@click.option("--geometry", default="toeplitz0.5", show_default=True, help="iid, onefactor or toeplitzR (toeplitz0.5).")
+@click.option("-n", "--rows", "n", type=int, default=100, show_default=True, help="Rows.")
+@click.option("-p", "--columns", "p", type=int, default=50, show_default=True, help="X columns.")
+@click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (the first ones).")
+@click.option("--snr", type=float, default=0.3, show_default=True, help="var(X beta) / var(noise).")
+@click.option("--null", "null", is_flag=True, help="y independent of X (same as --snr 0).")
+@common_options("output", "format", "seed", "force", "meta", "quiet", "verbose")
+def sim(geometry, n, p, active, snr, null, **_):
+    """Write synthetic (X, y) as a table: columns x1..xp, y.
+
+    \b
+    EXAMPLES
+      pls-test sim --geometry toeplitz0.5 -n 100 -p 50 --snr 0.3 > sim.csv
+      pls-test sim --geometry onefactor -n 40 --null -o null.parquet
+
+    \b
+    EXIT STATUS
+      0  success
+      2  bad usage
+      130  interrupted
+    """
+    import pandas as pd
+    from methodkit.core.rng import generator
+    from methodkit.tools.pls.simulate import simulate
+
+    run = Run.from_context()
+    X, y = simulate(geometry, n, p, active=active, snr=0.0 if null else snr, rng=generator(run.seed))
+    frame = pd.DataFrame(X, columns=[f"x{j + 1}" for j in range(p)])
+    frame["y"] = y
+    run.emit_table(frame)
+
+
+@main.command("power")
+@click.option("--geometry", default="toeplitz0.5", show_default=True, help="Simulated design (ignored with --data).")
+@click.option("-p", "--columns", "p", type=int, default=50, show_default=True, help="X columns (simulated).")
+@click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (simulated).")
+@click.option("--snr", type=float, default=0.3, show_default=True, help="Signal-to-noise ratio (simulated).")
+@click.option("--data", "data_source", default=None, metavar="DATA", help="Subsample rows of real data instead.")
+@click.option("--target", default=None, help="Response column of --data.")
+@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns of --data by glob.")
+@click.option("--null", "null", is_flag=True, help="Size study: y independent of X (permuted y with --data).")
+@click.option("-n", "--sizes", "sizes", default="40,60,80,100,120", show_default=True, help="Sample sizes.")
+@click.option("--reps", type=int, default=100, show_default=True, help="Replications per size.")
+@click.option("--methods", "method_list", default="nb,cvq2-perm", show_default=True, help="Methods, comma list.")
+@click.option("-k", "--components", "k", type=int, default=2, show_default=True, help="Components K.")
+@click.option("--splits", type=int, default=50, show_default=True, help="Splits J.")
+@click.option("--perms", type=int, default=200, show_default=True, help="Permutations B.")
+@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Test level.")
+@click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
+@click.option("--summary", "summary_path", default=None, metavar="JSON", help="Write n for 80% power per method.")
+@common_options("output", "format", "seed", "threads", "force", "meta", "quiet", "verbose")
+def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, reps, method_list, k, splits, perms,
+          folds, alpha, force_nb, summary_path, **_):  # fmt: skip
+    """Size/power curves: rejection rate per method and n (one CSV row each).
+
+    Each replication draws fresh data (a simulated geometry, or a row subsample of
+    --data, with y permuted under --null) and runs every method on it.
+
+    \b
+    EXAMPLES
+      pls-test power --geometry toeplitz0.5 -n 40,60,80,100,120 --reps 200 --summary n80.json
+      pls-test power --geometry iid --null -n 40,100 --methods nb,nb-perm --reps 500
+      pls-test power --data builtin:tecator:fat -k 3 --null -n 100 --reps 50 --force-nb
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running
+      2  bad usage or bad input data
+      130  interrupted
+    """
+    import pandas as pd
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.pls import api
+    from methodkit.tools.pls import power as power_mod
+
+    run = Run.from_context()
+    _refuse_existing([run.output, summary_path], run.force)
+    try:
+        ns = [int(s) for s in sizes.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"-n/--sizes '{sizes}': expected a comma list of integers") from None
+    chosen = [m.strip() for m in method_list.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in ("nb", "nb-perm", "cvq2-perm", "jackknife")]
+    if unknown or not chosen:
+        raise UsageError(
+            f"--methods: unknown {', '.join(unknown) or '(none)'}; choose from nb, nb-perm, cvq2-perm, jackknife"
+        )
+    with _limit_threads(run):
+        design = None
+        if data_source:
+            design = _load_design(run, data_source, target, x_glob, None, None, False, False)
+        scenario = power_mod.Scenario(geometry, p, active, snr, design, null)
+        options = api.Options(splits=splits, perms=perms, folds=folds, seed=run.seed, alpha=alpha, force_nb=force_nb)
+        with run.progress() as progress:
+            points = power_mod.curves(scenario, ns, chosen, k, reps, options, progress)
+    frame = pd.DataFrame([vars(pt) for pt in points])
+    if summary_path:
+        n80 = {m: power_mod.n_for_power(points, m) for m in chosen}
+        summary = {"alpha": alpha, "k": k, "reps": reps, "scenario": data_source or geometry, "null": null, "n80": n80}
+        io.write_json(summary, summary_path, force=run.force)
+    run.emit_table(frame)
+
+
+@main.command("datasets")
+@click.option("--fetch", is_flag=True, help="apt-get download r-cran-caret/r-cran-pls, convert to Parquet (cache).")
+@click.option("--export", "export", default=None, metavar="NAME", help="Write data set NAME to -o.")
+@common_options("output", "format", "force", "meta", "quiet", "verbose")
+def datasets_(fetch, export, **_):
+    """List the PLS data sets (tecator, gasoline, yarn, ...), fetch them, or export one.
+
+    They come from Debian's r-cran-caret and r-cran-pls, downloaded with apt-get download
+    and unpacked with dpkg-deb -x (never installed: that would pull R), then converted
+    once to Parquet in $METHODKIT_PLS_DATA or ~/.cache/methodkit/pls.
+
+    \b
+    EXAMPLES
+      pls-test datasets
+      pls-test datasets --fetch
+      pls-test datasets --export tecator -o tecator.parquet
+
+    \b
+    EXIT STATUS
+      0  success
+      1  fetching failed (no apt-get, no network)
+      2  bad usage, or an unknown or unfetched data set
+      130  interrupted
+    """
+    from methodkit.tools.pls import sources
+
+    run = Run.from_context()
+    if fetch and export:
+        from methodkit.core.errors import UsageError
+
+        raise UsageError("pass only one of --fetch and --export")
+    if fetch:
+        with run.progress() as progress:
+            progress("fetch", 0, 1)
+            sources.fetch()
+            progress("fetch", 1, 1)
+    if export:
+        run.emit_table(sources.builtin_frame(export))
+        return
+    run.emit_table(sources.listing())

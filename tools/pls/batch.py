@@ -1,0 +1,188 @@
+"""The shared primitive: held-out OLS refit of a supervised subspace, for many y columns at once.
+
+One split (train rows, test rows) and a block Y of right-hand sides (the observed y and
+its permutations) share the train-standardised X. For every column b:
+  1. a direction learner gives a basis W_b (p x K) from the train half,
+  2. OLS on the train scores T = X_tr W_b gives beta_b,
+  3. yhat_te = X_te W_b beta_b, r_b = corr(yhat_te, y_te), z_b = atanh(clip(r_b)).
+For PLS1 the basis is the Krylov space K_K(X'X, X'y), built by Lanczos with full
+re-orthogonalisation (Golub-Kahan / Bidiag2 == NIPALS weights up to sign); each step
+is one pair of GEMMs over all columns and one Numba column loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+CLIP = 0.9999  # Fisher-z clip of the issue: |r| <= 0.9999
+MIN_VAR = 1e-15  # a held-out side with variance below this gives r = 0 (degenerate)
+EXHAUSTED_TOL = 1e-9  # relative norm left after projection: the Krylov space is exhausted
+RCOND = 1e-12
+
+
+def operations(device: str = "cpu"):
+    """The column kernels and array module for a device: Numba on 'cpu', the CuPy twins on 'cuda'."""
+    if device == "cuda":
+        import cupy
+        from methodkit.tools.pls import kernels_xp
+
+        return SimpleNamespace(xp=cupy, device="cuda", **_table(kernels_xp))
+    from methodkit.tools.pls import kernels
+
+    return SimpleNamespace(xp=np, device="cpu", **_table(kernels))
+
+
+def reference_operations():
+    """The vectorised NumPy twins (the reference the Numba kernels are tested against)."""
+    from methodkit.tools.pls import kernels_xp
+
+    return SimpleNamespace(xp=np, device="cpu", **_table(kernels_xp))
+
+
+def _table(module) -> dict:
+    names = (
+        "orthonormalize_step",
+        "refit_coefficients",
+        "combine_scores",
+        "pearson_atanh",
+        "standardize_columns",
+        "sum_squares_columns",
+    )
+    return {name: getattr(module, name) for name in names}
+
+
+@dataclass
+class StandardSplit:
+    """X of one split standardised with train-half moments; dropped = zero-variance train columns."""
+
+    Xtr: np.ndarray
+    Xte: np.ndarray
+    scale: np.ndarray  # train sd per column (inf where dropped)
+    dropped: int
+
+
+def standardize_split(X: np.ndarray, train: np.ndarray, test: np.ndarray, xp=np) -> StandardSplit:
+    Xtr = X[train]
+    mu = Xtr.mean(axis=0)
+    sd = Xtr.std(axis=0, ddof=1)
+    zero = sd <= 1e-12 * np.maximum(1.0, np.abs(mu))
+    sd = np.where(zero, np.inf, sd)
+    a = np.ascontiguousarray((Xtr - mu) / sd)
+    b = np.ascontiguousarray((X[test] - mu) / sd)
+    return StandardSplit(xp.asarray(a), xp.asarray(b), sd, int(zero.sum()))
+
+
+# ---------------------------------------------------------------- direction learners
+
+
+def pls1_weights(Xtr, Ytr, K: int, ops):
+    """PLS1 weight bases for every column of Ytr: W (K x p x B) and the rank reached per column."""
+    xp = ops.xp
+    n, p = Xtr.shape
+    B = Ytr.shape[1]
+    W = xp.zeros((K, p, B))
+    ranks = np.full(B, K)
+    exhausted = np.zeros(B, dtype=bool)
+    gram = Xtr.T @ Xtr if n > 2 * p else None  # kernel-PLS route (Dayal-MacGregor) when n >> p
+    V = Xtr.T @ Ytr
+    for k in range(K):
+        if k > 0:
+            V = gram @ W[k - 1] if gram is not None else Xtr.T @ (Xtr @ W[k - 1])
+        V = xp.ascontiguousarray(V)
+        ex = np.asarray(_host(ops.orthonormalize_step(V, W, k, EXHAUSTED_TOL)))
+        newly = ex & ~exhausted
+        ranks[newly] = k
+        exhausted |= ex
+    return W, ranks
+
+
+def spca_weights(Xtr, Ytr, K: int, ops, keep: int):
+    """Bair et al. supervised PCA: keep the `keep` columns most correlated with y, top-K PCs of that block."""
+    Xh = _host(Xtr)
+    Yh = _host(Ytr)
+    n, p = Xh.shape
+    B = Yh.shape[1]
+    keep = int(min(max(keep, K), p))
+    scores = np.abs(Xh.T @ Yh)  # proportional to |corr(x_j, y)|: both sides are standardised
+    W = np.zeros((K, p, B))
+    ranks = np.full(B, K)
+    for b in range(B):
+        chosen = np.sort(np.argsort(-scores[:, b], kind="stable")[:keep])
+        _, s, vt = np.linalg.svd(Xh[:, chosen], full_matrices=False)
+        rank = int((s > EXHAUSTED_TOL * s[0]).sum()) if s.size and s[0] > 0 else 0
+        use = min(K, rank)
+        W[:use, chosen, b] = vt[:use]
+        ranks[b] = use
+    return ops.xp.asarray(W), ranks
+
+
+def fixed_weights(W_raw: np.ndarray, split: StandardSplit, K: int, ops):
+    """User directions in X's own units, mapped into the split's standardised space (W_std = D W)."""
+    scale = np.where(np.isfinite(split.scale), split.scale, 0.0)
+    W = (W_raw[:, :K] * scale[:, None]).T[:, :, None]  # K x p x 1: broadcast over columns
+    return ops.xp.asarray(np.ascontiguousarray(W)), np.full(1, K)
+
+
+# ---------------------------------------------------------------- refit and predict
+
+
+def heldout_predict(Xtr, Ytr, Xte, W, ops):
+    """OLS refit of Ytr on X_tr W (per column), predictions X_te W beta (n_te x B)."""
+    xp = ops.xp
+    K = W.shape[0]
+    T = xp.ascontiguousarray(xp.stack([Xtr @ W[k] for k in range(K)]))
+    beta = ops.refit_coefficients(T, xp.ascontiguousarray(Ytr), RCOND)
+    S = xp.ascontiguousarray(xp.stack([Xte @ W[k] for k in range(K)]))
+    return ops.combine_scores(S, beta)
+
+
+@dataclass
+class SplitResult:
+    """What one split gives for B columns."""
+
+    r: np.ndarray
+    z: np.ndarray
+    degenerate: np.ndarray  # r undefined (flat prediction or flat y)
+    truncated: np.ndarray  # learner reached fewer than K components
+    r2: np.ndarray | None = None  # held-out R^2 about the train mean (standardised y), if asked
+    W: np.ndarray | None = None
+
+
+def split_corr_batch(split: StandardSplit, Ytr, Yte, K: int, learner, ops, *, want_r2=False, keep_w=False):
+    """Standardise y columns with train moments, learn W, refit, predict, Pearson, atanh."""
+    xp = ops.xp
+    Ytr_s, Yte_s, flat = ops.standardize_columns(xp.ascontiguousarray(Ytr), xp.ascontiguousarray(Yte), 1e-12)
+    W, ranks = learner(split.Xtr, Ytr_s, K, ops)
+    yhat = heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
+    return _score(yhat, Yte_s, flat, ranks < K, ops, want_r2, W if keep_w else None)
+
+
+def k1_corr_batch(split: StandardSplit, Ytr, Yte, ops):
+    """K=1 PLS without a refit: yhat is proportional (positive factor) to X_te X_tr' y_tr, one GEMM pair.
+
+    Correlation ignores the positive scale and y-centring, so this equals the refit route.
+    """
+    xp = ops.xp
+    Ytr_s, Yte_s, flat = ops.standardize_columns(xp.ascontiguousarray(Ytr), xp.ascontiguousarray(Yte), 1e-12)
+    yhat = xp.ascontiguousarray(split.Xte @ (split.Xtr.T @ Ytr_s))
+    return _score(yhat, Yte_s, flat, np.zeros(Ytr.shape[1], dtype=bool), ops, False, None)
+
+
+def _score(yhat, Yte_s, flat, truncated, ops, want_r2, W):
+    r, z, bad = ops.pearson_atanh(ops.xp.ascontiguousarray(yhat), Yte_s, CLIP, MIN_VAR)
+    bad = _host(bad) | _host(flat)
+    r = np.where(bad, 0.0, _host(r))
+    z = np.where(bad, 0.0, _host(z))
+    r2 = None
+    if want_r2:
+        press, total = ops.sum_squares_columns(ops.xp.ascontiguousarray(yhat), Yte_s)
+        r2 = 1.0 - _host(press) / np.maximum(_host(total), 1e-300)
+    return SplitResult(r, z, bad, np.asarray(truncated), r2, None if W is None else _host(W))
+
+
+def _host(a):
+    get = getattr(a, "get", None)
+    return get() if callable(get) else np.asarray(a)
