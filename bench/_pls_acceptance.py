@@ -17,9 +17,10 @@ import time
 
 import numba
 import numpy as np
+from threadpoolctl import threadpool_limits
+
 from methodkit.tools.pls import api, power, sources
 from methodkit.tools.pls.data import from_frame
-from threadpoolctl import threadpool_limits
 
 
 def size(scale: float, nb_perm_B: int) -> None:

@@ -15,10 +15,11 @@ import time
 
 import numba
 import numpy as np
+from threadpoolctl import threadpool_limits
+
 from methodkit.tools.pls import api, batch, debian_data, methods
 from methodkit.tools.pls.data import from_arrays
 from methodkit.tools.pls.simulate import simulate
-from threadpoolctl import threadpool_limits
 
 B_REF = 100  # naive sklearn loop: timed on this many permutations, scaled to B = 1000 per fit
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
 
 DEMO = [
@@ -124,6 +125,7 @@ def compile_(input, no_check, allow_dense, output, **_):
 
 def _read_scores(run: Run, data, path: str, program, nan: str):
     import numpy as np
+
     from methodkit.core import io
     from methodkit.core.errors import DataError
     from methodkit.tools.casper.solve import check_scores
@@ -191,6 +193,7 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
       casper-solve project scores.parquet --program program.npz --input logits -o out.npz | jq .ms
     """
     import numpy as np
+
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.casper.program import Program
@@ -240,6 +243,7 @@ def gen(task, size, digits, n, n_test, output, seed, **_):
     import io as _io
 
     import numpy as np
+
     from methodkit.tools.casper.tasks import generate
 
     run = Run.from_context()
@@ -420,6 +424,7 @@ def bench(quick, batch, output, seed, **_):
       casper-solve bench -o bench.csv | jq .
     """
     import pandas as pd
+
     from methodkit.core import io
     from methodkit.tools.casper.bench import run as run_bench
 

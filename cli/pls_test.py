@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 PROG = "pls-test"
@@ -239,6 +240,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
       130  interrupted
     """
     import numpy as np
+
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.pls import api, methods
@@ -296,6 +298,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
         rows = [{**row, "meta": record} for row in rows]
     if run.fmt == "table" or (run.fmt is None and run.output == "-" and _stdout_is_terminal()):
         import pandas as pd
+
         from methodkit.cli._common import _print_frame
 
         keep = ["method", "k", "n", "p", "statistic", "pvalue", "reject", "n_fits", "seconds"]
@@ -323,6 +326,7 @@ def _stdout_is_terminal() -> bool:
 def _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path):
     import numpy as np
     import pandas as pd
+
     from methodkit.core import io
     from methodkit.core.errors import UsageError
 
@@ -399,6 +403,7 @@ def sim(geometry, n, p, active, snr, null, **_):
       130  interrupted
     """
     import pandas as pd
+
     from methodkit.core.rng import generator
     from methodkit.tools.pls.simulate import simulate
 
@@ -450,6 +455,7 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
       130  interrupted
     """
     import pandas as pd
+
     from methodkit.core import io
     from methodkit.core.errors import UsageError
     from methodkit.tools.pls import api

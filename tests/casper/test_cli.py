@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from methodkit.tools.casper.builders import grid_path_spec, sudoku_spec
 
 PROG = "casper-solve"

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from methodkit.tools.casper.builders import addition_spec, grid_path_spec, sudoku_spec
 from methodkit.tools.casper.compiler import compile_spec, grid_edges
 from methodkit.tools.casper.decode import Decoder, certify

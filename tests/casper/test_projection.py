@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.tools.casper.builders import addition_spec, grid_path_spec, sudoku_spec
 from methodkit.tools.casper.compiler import compile_spec
 from methodkit.tools.casper.kernels import sparsemax_segments

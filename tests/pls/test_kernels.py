@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from methodkit.tools.pls import batch, kernels, kernels_xp
 from sklearn.cross_decomposition import PLSRegression
+
+from methodkit.tools.pls import batch, kernels, kernels_xp
 
 RNG = np.random.default_rng(20260)
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
+from sklearn.cross_decomposition import PLSRegression
+from statsmodels.stats.multitest import multipletests
+
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.tools.pls import api, batch, gate, methods
 from methodkit.tools.pls.data import from_arrays, from_frame
 from methodkit.tools.pls.rotation import varimax
 from methodkit.tools.pls.simulate import simulate
-from scipy import stats
-from sklearn.cross_decomposition import PLSRegression
-from statsmodels.stats.multitest import multipletests
 
 RNG = np.random.default_rng(7)
 

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from methodkit.tools.pls import api, gate
 from methodkit.tools.pls.data import from_arrays
 from methodkit.tools.pls.simulate import simulate

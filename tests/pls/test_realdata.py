@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.tools.pls import api, debian_data, sources
 from methodkit.tools.pls.data import from_frame
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.progress import silent
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.casper.program import Program, onehot_only
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.tools.casper.program import Program
 
 EPS = 1e-9

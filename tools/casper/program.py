@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
 from methodkit.core.errors import DataError
 
 STRUCTURES = ("onehot", "flow", "chain", "assignment", "general")

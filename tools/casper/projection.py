@@ -23,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from methodkit.tools.casper.program import Program, onehot_only
 from scipy.sparse.linalg import splu
+
+from methodkit.tools.casper.program import Program, onehot_only
 
 MAX_ITER = 50
 TOL = 1e-10

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, RunFailure
 from methodkit.core.progress import silent
 from methodkit.tools.casper.decode import Decoder, certify

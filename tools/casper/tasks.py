@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.core.progress import silent
 
@@ -140,6 +141,7 @@ def train(
     progress=silent,
 ) -> TrainResult:
     import torch
+
     from methodkit.tools.casper.models import build
 
     if method == "sl-sample" and task != "warcraft":
@@ -197,6 +199,7 @@ class FlowMap:
 
     def __init__(self, n: int, scale: float = 1.0):
         import torch
+
         from methodkit.tools.casper.builders import compiled
         from methodkit.tools.casper.decode import Decoder
         from methodkit.tools.casper.projection import Projector, make_torch_layer
@@ -239,6 +242,7 @@ class FlowMap:
 def _warcraft_steps(arrays, model, method, batch_size, rng, limit, scale=1.0):
     import torch
     import torch.nn.functional as F
+
     from methodkit.tools.casper.warcraft import is_valid_path
 
     _need(arrays, ("train_images", "train_paths"), "dataset")
@@ -292,6 +296,7 @@ def _sudoku_theta(model, images, givens, size):
 def _sudoku_steps(arrays, model, method, batch_size, rng, limit, scale=1.0):
     import torch
     import torch.nn.functional as F
+
     from methodkit.tools.casper.builders import compiled
     from methodkit.tools.casper.projection import Projector, make_torch_layer
 
@@ -340,6 +345,7 @@ def _addition_batches(arrays, epoch, batch_size, rng, limit):
 def _addition_loss(model, method, pool_images):
     import torch
     import torch.nn.functional as F
+
     from methodkit.tools.casper.builders import compiled
     from methodkit.tools.casper.decode import Decoder
     from methodkit.tools.casper.projection import Projector
@@ -457,6 +463,7 @@ def _summarise(rows: list, keys: tuple) -> dict:
 
 def _eval_warcraft(method, model, arrays, limit, progress, scale=1.0):
     import torch
+
     from methodkit.tools.casper.warcraft import path_metrics
 
     _need(arrays, ("test_images", "test_paths", "test_costs"), "dataset")
@@ -536,6 +543,7 @@ def _eval_sudoku(method, model, arrays, limit, progress):
 
 def _eval_addition(method, model, arrays, limit, progress):
     import torch
+
     from methodkit.tools.casper.builders import compiled
     from methodkit.tools.casper.decode import Decoder
     from methodkit.tools.casper.projection import Projector

@@ -9,6 +9,7 @@ shortest path from the top-left to the bottom-right cell, endpoints included.
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.casper.compiler import grid_edges
 
 COSTS = np.array([0.8, 1.2, 5.3, 7.7, 9.2])

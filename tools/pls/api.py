@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.pls import batch, gate, methods

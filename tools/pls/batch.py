@@ -27,6 +27,7 @@ def operations(device: str = "cpu"):
     """The column kernels and array module for a device: Numba on 'cpu', the CuPy twins on 'cuda'."""
     if device == "cuda":
         import cupy
+
         from methodkit.tools.pls import kernels_xp
 
         return SimpleNamespace(xp=cupy, device="cuda", **_table(kernels_xp))

@@ -6,6 +6,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core import io
 from methodkit.core.errors import DataError, UsageError
 

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import stdtr  # Student t cdf; scipy.stats costs seconds to import
+
 from methodkit.core.errors import DataError, RunFailure
 from methodkit.core.progress import silent
 from methodkit.tools.pls import batch
-from scipy.special import stdtr  # Student t cdf; scipy.stats costs seconds to import
 
 CHUNK = 256  # permutation columns per batched fit (bounds memory at K x n x CHUNK)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.pls import api

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 
 GEOMETRIES = ("iid", "toeplitz0.5", "onefactor")
