@@ -118,6 +118,7 @@ def _topk_table(run: Run, top: list, title: str) -> None:
     help="Layer partition: min-bottleneck search (never worse than uniform) or Megatron's uniform split.",
 )
 @click.option("--max-candidates", type=click.IntRange(min=1), default=None, help="Refuse larger candidate sets.")
+@click.option("--timings", is_flag=True, help="Add wall-clock seconds per phase (the output then varies run to run).")
 @click.option(
     "--fail-below",
     type=float,
@@ -127,7 +128,7 @@ def _topk_table(run: Run, top: list, title: str) -> None:
 )
 @common_options("output", "force", "meta", "threads", "quiet", "verbose")
 def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, force_strategy, partition,
-             max_candidates, fail_below, **_):  # fmt: skip
+             max_candidates, timings, fail_below, **_):  # fmt: skip
     """Search the strategy space of MODEL on CLUSTER and emit the best plans as one JSON line."""
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.concord.cache import Cache
@@ -153,7 +154,7 @@ def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, f
         if cache is not None:
             cache.close()
     _topk_table(run, result.top, f"{model.name} on {cluster.name}: {result.feasible}/{result.candidates} feasible")
-    run.emit_result(result.to_dict())
+    run.emit_result(result.to_dict(timings=timings))
     best = result.best["tflops_per_device"]
     if fail_below is not None and best < fail_below:
         raise CheckFailed(f"best plan reaches {best:.1f} TFLOP/s per device, below --fail-below {fail_below}")

@@ -58,8 +58,8 @@ class PlanResult:
     def best(self) -> dict:
         return self.top[0]
 
-    def to_dict(self) -> dict:
-        return {
+    def to_dict(self, timings: bool = False) -> dict:
+        out = {
             "model": self.model,
             "cluster": self.cluster,
             "devices": self.devices,
@@ -74,9 +74,11 @@ class PlanResult:
             "top_k": self.top,
             "layers": self.layers,
             "reuse": self.reuse,
-            "seconds": self.seconds,
             "model_flops_per_step": self.model_flops_per_step,
         }
+        if timings:  # wall-clock figures make the output differ run to run, so they are opt-in
+            out["seconds"] = self.seconds
+        return out
 
 
 def _score_block(model, cluster, cands, index, warm, stats, partition):

@@ -7,7 +7,7 @@ import re
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_TIME = {"s": 1.0, "ms": 1e3, "us": 1e6, "µs": 1e6, "ns": 1e9}  # divisors: 5/1e6 is exactly 5e-6
 
 KINDS = ("bytes", "bandwidth", "flops", "time")
 
@@ -34,7 +34,7 @@ def parse(value, kind: str) -> float:
     number, unit = float(match.group(1)), match.group(2)
     if kind == "time":
         if unit in _TIME:
-            return number * _TIME[unit]
+            return number / _TIME[unit]
         raise UnitError(f"unknown time unit in {value!r} (use s, ms, us, ns)")
     suffix = {"bytes": "B", "bandwidth": "B/s", "flops": "FLOP/s"}[kind]
     alt = {"flops": ("FLOPS", "FLOP/s", "flop/s")}.get(kind, (suffix,))
