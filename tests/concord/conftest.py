@@ -43,9 +43,21 @@ SMALL_CLUSTER = {
     "hbm_bandwidth": "2TB/s",
     "peak_flops": "312TFLOP/s",
     "reserve": "1GiB",
-    "links": {"nvlink": {"bandwidth": "300GB/s", "latency": "5us"}, "inter": {"bandwidth": "25GB/s", "latency": "10us"}},
+    "links": {
+        "nvlink": {"bandwidth": "300GB/s", "latency": "5us"},
+        "inter": {"bandwidth": "25GB/s", "latency": "10us"},
+    },
 }
-SMALL_SPACE = {"tp_max": 8, "cp_max": 2, "pp_max": 8, "ep_max": 4, "etp_max": 2, "vpp": [1, 2], "mbs": [1, 2], "zero": [0, 1, 3]}
+SMALL_SPACE = {
+    "tp_max": 8,
+    "cp_max": 2,
+    "pp_max": 8,
+    "ep_max": 4,
+    "etp_max": 2,
+    "vpp": [1, 2],
+    "mbs": [1, 2],
+    "zero": [0, 1, 3],
+}
 
 
 @pytest.fixture

@@ -80,7 +80,10 @@ def test_raw_template_reads_exactly_what_it_declares():
     from methodkit.tools.concord.evaluate import base_env
 
     for kind, sub in (
-        ("attention", spec.Sublayer("attention", (("heads", 8.0), ("head_dim", 64.0), ("kv_heads", 8.0), ("params", 1e6)))),
+        (
+            "attention",
+            spec.Sublayer("attention", (("heads", 8.0), ("head_dim", 64.0), ("kv_heads", 8.0), ("params", 1e6))),
+        ),
         ("mlp_dense", spec.Sublayer("mlp_dense", (("ffn", 4096.0), ("glu", 1.0)))),
         ("lm_head", spec.Sublayer("lm_head", ())),
     ):
