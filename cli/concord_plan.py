@@ -10,11 +10,10 @@ PROG = "concord-plan"
 DEMO = [
     DemoStep(
         "concord-plan fixtures fx -q && concord-plan plan fx/models/llama-70b-32k.yaml "
-        "fx/clusters/h100-80gb-1024.yaml --space fx/spaces/long-context.yaml -q | "
-        'python3 -c \'import json,sys; d=json.load(sys.stdin); print(json.dumps({"step_s": d["step_s"]}))\'',
+        "fx/clusters/h100-80gb-1024.yaml --space fx/spaces/long-context.yaml -q",
         "llama-70b-32k on 1024 H100",
         "step_s",
-        "predicted step",
+        "predicted step seconds",
     ),
     DemoStep(
         "concord-plan fixtures fx -q && concord-plan verify fx/models/mixtral-8x7b.yaml "
@@ -48,6 +47,23 @@ def main():
       concord-plan verify old.yaml new.yaml cluster.yaml --trials 3
       concord-plan sweep fx fx/edits.yaml --trials 3 -o sweep.csv
       concord-plan baseline model.yaml cluster.yaml | jq .step_s
+
+    \b
+    OUR READING
+      Where the issue text is open, these are our decisions:
+      - A partition unit is a transformer block (attention + MLP sublayers); the
+        embedding and the LM head are units at the two ends.
+      - MoE tokens are sequence-parallel over tp: expert FLOPs and activations are
+        divided by tp; expert-TP (etp) splits weights, not tokens.
+      - The partition is exact for vpp = 1 (a maximal-suffix greedy, checked against
+        brute force); for vpp > 1 each chunk gets 1/vpp of its stage's memory budget.
+      - The uniform split is scored too, so a plan never loses to Megatron's default.
+      - Selective recompute uses Megatron's (18 + 4f/h) sbh/t; no recompute counts
+        SwiGLU tensors one by one (2sbh + 8sbf).
+      - The DP gradient sync (raw template) picks ring or recursive halving-doubling
+        all-reduce, whichever the alpha-beta model says is cheaper; grads in bf16.
+      - Full recompute's transient is the largest unit's whole working set.
+      - An invalid spec exits 2 (CONVENTIONS), not 1 as the issue says.
 
     \b
     EXIT STATUS

@@ -129,3 +129,18 @@ def test_corrupt_database_is_moved_aside(tmp_path):
     assert cache.stats()["entries"] == 0
     assert list(tmp_path.glob("concord.sqlite.corrupt-*"))
     cache.close()
+
+
+def test_gc_drops_entries_of_outdated_templates(small, tmp_path):
+    from methodkit.tools.concord.explain import current_templates
+    from methodkit.tools.concord.search import plan
+
+    model, cluster, space = small()
+    cache = Cache(tmp_path)
+    plan(model, cluster, space, cache=cache)
+    total = cache.stats()["entries"]
+    cache.db.execute("UPDATE entries SET code_hash = 'old' WHERE template = 'compute'")
+    stale = cache.db.execute("SELECT COUNT(*) FROM entries WHERE template = 'compute'").fetchone()[0]
+    assert cache.gc(current_templates()) == stale > 0
+    assert cache.stats()["entries"] == total - stale
+    cache.close()
