@@ -37,8 +37,12 @@ def test_plan_stdin_to_stdout_and_file_output_are_identical(run_cli, files):
     assert piped.returncode == 0, piped.stderr
     record = json.loads(piped.stdout)
     assert record["candidates"] >= record["feasible"] > 0 and record["step_s"] > 0
-    out = run_cli([PROG, "plan", "model.yaml", "cluster.json", "--space", "space.yaml", "-o", "p.json"], cwd=files)
-    assert out.returncode == 0 and out.stdout == b""
+    out = run_cli(
+        [PROG, "plan", "model.yaml", "cluster.json", "--space", "space.yaml", "-o", "p.json", "--fail-below", "1e6"],
+        cwd=files,
+    )
+    assert out.returncode == 3 and out.stdout == b""  # the plan is written, then the quality gate fails
+    assert b"below --fail-below" in out.stderr
     assert (files / "p.json").read_bytes() == piped.stdout  # deterministic: same inputs, same bytes
     assert b"feasible" in out.stderr  # the top-k table goes to stderr
 
@@ -115,14 +119,6 @@ def test_infeasible_and_empty_candidate_sets_exit_1(run_cli, files, one_line_err
     one_line_error(proc, PROG, "no feasible candidate among", "closest miss", code=1)
     proc = run_cli([PROG, "plan", "model.yaml", "cluster.json", "--force-strategy", "tp=32"], cwd=files)
     one_line_error(proc, PROG, "constraint 'heads'", code=1)
-
-
-def test_fail_below_exits_3(run_cli, files, one_line_error):
-    proc = run_cli(
-        [PROG, "plan", "model.yaml", "cluster.json", "--space", "space.yaml", "-q", "--fail-below", "1e6"], cwd=files
-    )
-    assert proc.returncode == 3 and b"below --fail-below" in proc.stderr
-    assert json.loads(proc.stdout)["step_s"] > 0
 
 
 def test_fixtures_export_and_sweep(run_cli, files):

@@ -144,3 +144,28 @@ def test_gc_drops_entries_of_outdated_templates(small, tmp_path):
     assert cache.gc(current_templates()) == stale > 0
     assert cache.stats()["entries"] == total - stale
     cache.close()
+
+
+def test_concurrent_writers_both_land(tmp_path):
+    import threading
+
+    errors = []
+
+    def writer(tag: bytes):
+        try:
+            cache = Cache(tmp_path)
+            for k in range(20):
+                cache.store([(tag + bytes([k]) * 15, "compute", 1, "abc", "{}", b"p", b"\x90")])
+            cache.close()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in (b"x", b"y")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    cache = Cache(tmp_path)
+    assert cache.stats()["entries"] == 40
+    cache.close()
