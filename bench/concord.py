@@ -18,6 +18,7 @@ import tempfile
 import time
 
 import numpy as np
+
 from methodkit.tools.concord import kernels, spec
 from methodkit.tools.concord.cache import Cache
 from methodkit.tools.concord.evaluate import base_env, project, signature

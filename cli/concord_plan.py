@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, err_console, tool_group, warn
 
 PROG = "concord-plan"
@@ -247,6 +248,7 @@ def sweep_cmd(fixtures_dir, edits_path, trials, only, audit, **_):
     from pathlib import Path
 
     import pandas as pd
+
     from methodkit.core.errors import DataError, UsageError
     from methodkit.tools.concord import spec
     from methodkit.tools.concord.verify import sweep
@@ -297,6 +299,7 @@ def sweep_cmd(fixtures_dir, edits_path, trials, only, audit, **_):
 def explain_cmd(plan_path, reuse, **_):
     """Per-layer time, memory and communication of a plan's best strategy (or, with --reuse, why misses happened)."""
     import pandas as pd
+
     from methodkit.core.errors import DataError
     from methodkit.tools.concord.explain import layer_rows, reuse_rows
 
@@ -315,6 +318,7 @@ def explain_cmd(plan_path, reuse, **_):
 def fixtures_cmd(folder, **_):
     """List the built-in fixtures, or write them (models, clusters, spaces, fixtures.yaml, edits.yaml) into DIR."""
     import pandas as pd
+
     from methodkit.tools.concord.fixtures import export, listing
 
     run = Run.from_context()

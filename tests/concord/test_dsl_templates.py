@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.tools.concord import dsl, templates
 from methodkit.tools.concord.templates import TrackingEnv, UndeclaredDependency, instance
 

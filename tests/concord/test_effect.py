@@ -4,6 +4,7 @@ re-planning doing a fraction of the cold search's primitive work with identical 
 from __future__ import annotations
 
 import pytest
+
 from methodkit.tools.concord import spec
 from methodkit.tools.concord.baseline import baseline, baseline_sigma
 from methodkit.tools.concord.candidates import enumerate_candidates

@@ -7,6 +7,7 @@ import copy
 import msgpack
 import numpy as np
 import pytest
+
 from methodkit.tools.concord import spec
 from methodkit.tools.concord.cache import Cache
 from methodkit.tools.concord.fixtures import EDITS, apply_edit

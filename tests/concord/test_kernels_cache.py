@@ -7,6 +7,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+
 from methodkit.tools.concord import kernels
 from methodkit.tools.concord.cache import Cache
 

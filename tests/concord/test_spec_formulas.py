@@ -6,6 +6,7 @@ import copy
 import math
 
 import pytest
+
 from methodkit.core.errors import DataError
 from methodkit.tools.concord import spec, units
 from methodkit.tools.concord.search import model_flops_per_step
@@ -144,6 +145,7 @@ def _megatron_memory(h, f, a, g, L, V, s, b, t, p, d, m, vpp=None, swiglu=True, 
 def test_first_stage_memory_matches_megatron(docs, t, p, mbs):
     """Held-out check: our stage-0 states and activations under a uniform split equal Megatron's formula."""
     import numpy as np
+
     from methodkit.tools.concord.candidates import enumerate_candidates
     from methodkit.tools.concord.evaluate import unit_channels
     from methodkit.tools.concord.kernels import inflight, uniform_bounds

@@ -184,6 +184,7 @@ def export(folder: str, *, force: bool = False) -> None:
     from pathlib import Path
 
     import yaml
+
     from methodkit.core.io import atomic_write
 
     root = Path(folder)
