@@ -65,8 +65,10 @@ def set_threads(n: int | None) -> int:
 
     if n is None or n <= 0:
         n = os.cpu_count() or 1
-    # Modules not imported yet read these variables when they are.
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(n))
+    # Modules not imported yet read these variables when they are; once Numba has started its
+    # threads the variable must not change (it refuses), so only set_num_threads applies then.
+    if "numba" not in sys.modules:
+        os.environ.setdefault("NUMBA_NUM_THREADS", str(n))
     os.environ.setdefault("OMP_NUM_THREADS", str(n))
     numba = sys.modules.get("numba")
     if numba is not None:
