@@ -215,7 +215,8 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
                 "estimators": list(spec.estimators),
                 "pending": len(pending),
                 "estimated_seconds": round(sweep.estimate_seconds(spec, pending), 1),
-            }
+            },
+            output="-",  # -o names the results file; the plan goes to stdout
         )
         return
     for path in (report_path, table_path):

@@ -6,12 +6,11 @@ import io
 
 import numpy as np
 import pytest
-from scipy import stats
-
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.irt import data as data_mod
 from methodkit.tools.irt import profiles
 from methodkit.tools.irt.simulate import DrawSpec, capabilities, draw
+from scipy import stats
 
 
 @pytest.mark.parametrize("key", ["mmlu", "gsm8k", "winogrande"])
@@ -21,7 +20,11 @@ def test_mu_b_hits_target_accuracy_by_monte_carlo(key, model):
     mu_b = profiles.solve_mu_b(p, model)
     rng = np.random.default_rng(1)
     n = 400_000
-    theta, a, b = rng.standard_normal(n), np.exp(p.log_a_mean + p.log_a_sd * rng.standard_normal(n)), mu_b + p.b_sd * rng.standard_normal(n)
+    theta, a, b = (
+        rng.standard_normal(n),
+        np.exp(p.log_a_mean + p.log_a_sd * rng.standard_normal(n)),
+        mu_b + p.b_sd * rng.standard_normal(n),
+    )
     c = p.c_mean if model == "3pl" else 0.0
     acc = np.mean(c + (1 - c) / (1 + np.exp(-a * (theta - b))))
     assert acc == pytest.approx(p.target_accuracy, abs=0.004)
@@ -30,7 +33,12 @@ def test_mu_b_hits_target_accuracy_by_monte_carlo(key, model):
 def test_profiles_have_real_item_counts_and_psn_means():
     ps = profiles.load()
     assert {k: ps[k].n_items for k in ("arc_challenge", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")} == {
-        "arc_challenge": 1172, "gsm8k": 1319, "hellaswag": 10042, "mmlu": 14042, "truthfulqa": 817, "winogrande": 1267,
+        "arc_challenge": 1172,
+        "gsm8k": 1319,
+        "hellaswag": 10042,
+        "mmlu": 14042,
+        "truthfulqa": 817,
+        "winogrande": 1267,
     }
     psn = ps["psn12.arc_challenge"]
     assert profiles.solve_mu_b(psn, "2pl") == -1.16
@@ -89,7 +97,9 @@ def test_npz_round_trip(tmp_path):
 def test_long_and_wide_tables_agree():
     import pandas as pd
 
-    long = pd.DataFrame({"model_id": ["x", "x", "y", "y"], "item_id": ["q1", "q2", "q1", "q3"], "correct": [1, 0, 0, 1]})
+    long = pd.DataFrame(
+        {"model_id": ["x", "x", "y", "y"], "item_id": ["q1", "q2", "q1", "q3"], "correct": [1, 0, 0, 1]}
+    )
     d = data_mod.from_long(long, "t")
     assert d.Y.tolist() == [[1, 0, 255], [0, 255, 1]]
     wide = pd.read_csv(io.StringIO("model_id,q1,q2,q3\nx,1,0,\ny,0,,1\n"))

@@ -56,7 +56,8 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
     settings.check()
     clock = Clock(time_limit)
     code = MODEL_CODE[model]
-    torch.manual_seed(int(np.random.SeedSequence(seed).generate_state(1)[0]) if not isinstance(seed, int) else seed)
+    seed_int = int(seed) if isinstance(seed, int) else int(seed.generate_state(1)[0])
+    torch.manual_seed(seed_int)
     dev = torch.device(settings.device)
     N, J = Y.shape
     r, c_, y = cells(Y)
@@ -89,7 +90,7 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
     params = [loc, log_sd] + ([hyper] if settings.prior == "hierarchical" else [])
     opt = torch.optim.Adam(params, lr=settings.lr)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=settings.decay)
-    gen = torch.Generator(device=dev).manual_seed(int(seed) if isinstance(seed, int) else 0)
+    gen = torch.Generator(device=dev).manual_seed(seed_int)
     al, be = settings.c_prior
     trace, status, last_good = [], "ok", None
     step = 0
