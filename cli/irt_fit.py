@@ -7,9 +7,9 @@ from methodkit.cli._common import DemoStep, Run, common_options, input_argument,
 
 DEMO = [
     DemoStep(
-        "irt-sim draw --profile mmlu -J 300 -N 25 --seed 1 -o d.npz && irt-fit fit d.npz --method vi --steps 600 --out-dir v"
+        "irt-sim draw --profile mmlu -J 200 -N 25 --seed 1 -o d.npz && irt-fit fit d.npz --method vi --steps 400 --out-dir v"
         " && irt-fit eval --truth d.npz --fit v",
-        "simulated MMLU, 25 models x 300 items",
+        "simulated MMLU, 25 models x 200 items",
         "coverage_b",
         "VI 95% coverage of b at N=25",
     ),

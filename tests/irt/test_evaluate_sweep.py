@@ -58,13 +58,14 @@ capability = ["normal", "clustered"]
 [estimators]
 mml = {max_cycles = 40}
 psn = {epochs = 3}
+vi = {steps = 20}
 """
 
 
 def test_grid_expansion_and_seeds_shared_by_estimators():
     grid = sweep.parse_grid(GRID, "g.toml")
     todo = sweep.tasks(grid)
-    assert len(grid.cells) == 4 and len(todo) == 4 * 2 * 2 and len({t.key for t in todo}) == 16
+    assert len(grid.cells) == 4 and len(todo) == 4 * 2 * 3 and len({t.key for t in todo}) == 24
     cell = grid.cells[0]
     d1, m1 = sweep.draw_cell(grid, cell, 0)
     d2, m2 = sweep.draw_cell(grid, cell, 0)

@@ -13,7 +13,7 @@ from methodkit.core.errors import UsageError
 from methodkit.tools.irt import mcmc, mml, psn, vi
 from methodkit.tools.irt.data import ResponseData
 from methodkit.tools.irt.models import MODELS
-from methodkit.tools.irt.result import Estimate
+from methodkit.tools.irt.result import Estimate, numba_threads_for
 
 SETTINGS = {"mml": mml.MMLSettings, "mcmc": mcmc.MCMCSettings, "vi": vi.VISettings, "psn": psn.PSNSettings}
 METHODS = tuple(SETTINGS)
@@ -143,7 +143,7 @@ def run(
         )
     Y = np.ascontiguousarray(data.Y, dtype=np.uint8)
     started = time.monotonic()
-    with PeakRSS() as rss:
+    with PeakRSS() as rss, numba_threads_for(N * J):
         if method == "mml":
             est = mml.fit(Y, model, settings, time_limit=time_limit, callback=callback)
         elif method == "mcmc":

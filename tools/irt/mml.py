@@ -20,8 +20,10 @@ from scipy.special import logsumexp
 LATENTS = ("normal", "ehw")
 PRIORS = ("none", "weak")
 SE_METHODS = ("none", "louis")
-# keep Fisher scoring in a sane box: a in [0.018, 55], |b| <= 20
-_LA_BOUND, _B_BOUND, _LC_BOUND = 4.0, 20.0, 12.0
+# Keep Fisher scoring in a box: a in [0.018, 55]; b within the quadrature range (an all-correct or
+# all-wrong item has no finite ML difficulty; beyond the nodes there is no information, as girth's
+# fminbound(-6, 6)); logit c in [-12, 12].
+_LA_BOUND, _LC_BOUND = 4.0, 12.0
 
 
 @dataclass
@@ -124,7 +126,8 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
         n = (Mf.T @ W).astype(np.float64)
         before = natural(params, code)
         kernels.mstep(params, r, n, nodes, code, prior, 10, 1e-8)
-        np.clip(params, [-_LA_BOUND, -_B_BOUND, -_LC_BOUND], [_LA_BOUND, _B_BOUND, _LC_BOUND], out=params)
+        bound = settings.node_range
+        np.clip(params, [-_LA_BOUND, -bound, -_LC_BOUND], [_LA_BOUND, bound, _LC_BOUND], out=params)
         if not np.isfinite(params).all():
             status, params = "diverged", last_good
             break

@@ -72,3 +72,23 @@ class torch_threads_for:
         import torch
 
         torch.set_num_threads(self.before)
+
+
+class numba_threads_for:
+    """Small fits run Numba kernels on one thread: waking a thread pool costs more than the work."""
+
+    def __init__(self, n_cells: int, small: int = 200_000):
+        self.small = n_cells < small
+
+    def __enter__(self):
+        import numba
+
+        self.before = numba.get_num_threads()
+        if self.small:
+            numba.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc):
+        import numba
+
+        numba.set_num_threads(self.before)
