@@ -155,7 +155,7 @@ def test_mcmc_same_seed_same_draws():
 
 def test_vi_recovers_with_positive_a_and_intervals():
     d = draw(DrawSpec(n_models=80, n_items=30), 6)
-    fit = estimators.run(d, "2pl", "vi", estimators.make_settings("vi", steps=300), seed=0)
+    fit = estimators.run(d, "2pl", "vi", estimators.make_settings("vi", steps=250), seed=0)
     e = fit.estimate
     assert (e.a > 0).all() and (e.b_low < e.b).all() and (e.b < e.b_high).all()
     m = evaluate.evaluate(e, d, "2pl")

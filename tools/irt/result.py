@@ -75,15 +75,20 @@ class torch_threads_for:
 
 
 class numba_threads_for:
-    """Small fits run Numba kernels on one thread: waking a thread pool costs more than the work."""
+    """Small fits run Numba kernels and BLAS on one thread: waking thread pools costs more than the work.
+
+    (OpenBLAS threads spin while waiting; on a busy machine a 1 ms GEMM then takes 100 ms.)
+    """
 
     def __init__(self, n_cells: int, small: int = 200_000):
         self.small = n_cells < small
 
     def __enter__(self):
         import numba
+        from threadpoolctl import threadpool_limits
 
         self.before = numba.get_num_threads()
+        self.blas = threadpool_limits(limits=1, user_api="blas") if self.small else None
         if self.small:
             numba.set_num_threads(1)
         return self
@@ -92,3 +97,5 @@ class numba_threads_for:
         import numba
 
         numba.set_num_threads(self.before)
+        if self.blas is not None:
+            self.blas.restore_original_limits()
