@@ -1,0 +1,359 @@
+"""irt-fit: fit 1PL/2PL/3PL IRT models by MML-EM, MCMC, VI or PSN; score fits against truth."""
+
+from __future__ import annotations
+
+import click
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+
+DEMO = [
+    DemoStep(
+        "irt-sim draw --profile mmlu -J 200 -N 25 --seed 1 -o d.npz && irt-fit fit d.npz --method vi --steps 400 --out-dir v"
+        " && irt-fit eval --truth d.npz --fit v",
+        "simulated MMLU, 25 models x 200 items",
+        "coverage_b",
+        "VI 95% coverage of b at N=25",
+    ),
+]
+
+
+def _pair(text: str, flag: str) -> tuple[float, float]:
+    from methodkit.core.errors import UsageError
+
+    try:
+        a, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise UsageError(f"{flag} takes two numbers 'ALPHA,BETA', not {text!r}") from None
+    if a <= 0 or b <= 0:
+        raise UsageError(f"{flag} needs positive ALPHA,BETA, not {text!r}")
+    return a, b
+
+
+@tool_group(name="irt-fit")
+def main():
+    """Fit IRT models to benchmark response matrices and score the fits.
+
+    `fit` estimates item parameters (a, b, c) and model abilities (theta) under the
+    1PL, 2PL or 3PL by one of four estimators: MML-EM (Bock-Aitkin, mirt's defaults),
+    MCMC (Metropolis within Gibbs with R-hat and ESS), mean-field VI (py-irt style) or
+    PSN (the neural pseudo-Siamese network of PSN-IRT). `eval` aligns a fit with the
+    generating truth of `irt-sim draw` (sign check, mean-sigma linking) and reports
+    ranking, item-recovery, coverage and predictive metrics. `bench` times our
+    estimators against girth and the python mirt package.
+
+    \b
+    EXAMPLES
+      irt-sim draw -J 500 -N 100 -o d.npz
+      irt-fit fit d.npz --out-dir fit                      # MML-EM 2PL
+      irt-fit fit d.npz --method mcmc --warmup 500 --draws 500 --out-dir mc
+      irt-fit fit responses.csv --model 3pl --se louis --out-dir fit3
+      irt-fit fit combine.csv --no-header --method psn --out-dir psn
+      irt-fit eval --truth d.npz --fit fit | jq .kendall_tau
+      irt-fit bench --n-models 200 --n-items 400
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running (a fit that diverged or ran past --time-limit: outputs kept)
+      2  bad usage or bad input data (non-binary cells, duplicates, too small, over --mem-limit)
+      130  interrupted
+    """
+
+
+@main.command("fit")
+@input_argument()
+@click.option("--model", type=click.Choice(["1pl", "2pl", "3pl"]), default="2pl", show_default=True, help="IRT model.")
+@click.option(
+    "--method", type=click.Choice(["mml", "mcmc", "vi", "psn"]), default="mml", show_default=True, help="Estimator."
+)
+@click.option("--out-dir", metavar="DIR", default=None, help="Write items.csv, abilities.csv and fit.json here.")
+@click.option(
+    "--latent",
+    type=click.Choice(["normal", "ehw"]),
+    default="normal",
+    show_default=True,
+    help="MML latent density (ehw: empirical histogram).",
+)
+@click.option(
+    "--prior",
+    type=click.Choice(["none", "weak"]),
+    default="none",
+    show_default=True,
+    help="MML priors on log a and b (weak: N(0,.5^2), N(0,2^2)).",
+)
+@click.option(
+    "--c-prior", default="5,17", show_default=True, metavar="A,B", help="Beta prior on the 3PL c (MML, MCMC, VI)."
+)
+@click.option("--quadrature", type=click.IntRange(min=5), default=61, show_default=True, help="MML nodes on [-6, 6].")
+@click.option("--tol", type=float, default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
+@click.option("--max-cycles", type=click.IntRange(min=1), default=500, show_default=True, help="MML EM cycles.")
+@click.option(
+    "--se", type=click.Choice(["none", "louis"]), default="none", show_default=True, help="MML standard errors."
+)
+@click.option("--float32", is_flag=True, help="MML E-step GEMMs in float32.")
+@click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True, help="MCMC chains.")
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=1000, show_default=True, help="MCMC warm-up iterations per chain."
+)
+@click.option("--draws", type=click.IntRange(min=4), default=1000, show_default=True, help="MCMC kept draws per chain.")
+@click.option(
+    "--vi-prior",
+    type=click.Choice(["hierarchical", "vague"]),
+    default="hierarchical",
+    show_default=True,
+    help="VI priors.",
+)
+@click.option(
+    "--steps", type=click.IntRange(min=1), default=2000, show_default=True, help="VI optimisation steps (epochs)."
+)
+@click.option("--epochs", type=click.IntRange(min=1), default=50, show_default=True, help="PSN maximum epochs.")
+@click.option(
+    "--patience", type=click.IntRange(min=1), default=4, show_default=True, help="PSN early-stopping patience."
+)
+@click.option("--positive-a", is_flag=True, help="PSN: constrain a > 0 (softplus); off in the reference.")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SEC",
+    help="Stop after SEC seconds (status timeout, partial results kept, exit 1).",
+)
+@click.option(
+    "--mem-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="Refuse to start when the memory estimate exceeds MB.",
+)
+@click.option(
+    "--binarize",
+    type=float,
+    default=None,
+    metavar="THRESH",
+    help="Score >= THRESH counts as correct (for non-binary scores).",
+)
+@click.option("--no-header", is_flag=True, help="Wide CSV without header row (rows = models).")
+@click.option("--drop-extreme", is_flag=True, help="Remove all-correct/all-wrong models and items before fitting.")
+@common_options(
+    "output",
+    "format",
+    "in_format",
+    "seed",
+    "device",
+    "threads",
+    "meta",
+    "force",
+    "quiet",
+    "verbose",
+    formats=("json", "table"),
+    in_formats=("csv", "tsv", "parquet", "jsonl", "json", "npz"),
+)
+def fit_cmd(
+    input, model, method, out_dir, c_prior, quadrature, no_header, drop_extreme, binarize, time_limit, mem_limit, **opts
+):
+    """Fit MODEL by METHOD to DATA (NPZ, long or wide CSV/Parquet); print a one-line JSON summary."""
+    import os
+
+    run = Run.from_context()
+    run.threads()  # before Numba is imported: core.backend sets NUMBA_NUM_THREADS, which Numba reads once
+
+    from methodkit.core import io
+    from methodkit.core.errors import RunFailure, UsageError
+    from methodkit.tools.irt import data as data_mod
+    from methodkit.tools.irt import estimators
+
+    paths = {}
+    if out_dir:
+        if not os.path.isdir(out_dir):
+            if os.path.exists(out_dir):
+                raise UsageError(f"--out-dir {out_dir}: exists and is not a folder")
+        paths = {
+            k: os.path.join(out_dir, f)
+            for k, f in (("items", "items.csv"), ("abilities", "abilities.csv"), ("fit", "fit.json"))
+        }
+        for path in paths.values():
+            if os.path.exists(path) and not run.force:
+                raise UsageError(f"{path}: already exists; pass --force to overwrite")
+    source = run.input_bytes(input)
+    data = data_mod.read_response_data(source, run.params.get("in_format"), no_header=no_header, binarize=binarize)
+    data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)
+    for message in screen.warnings:
+        warn(run.tool, message)
+    device = run.device() if method in ("vi", "psn") else "cpu"
+    options = dict(
+        n_nodes=quadrature,
+        latent=opts["latent"],
+        prior=opts["prior"],
+        c_prior=_pair(c_prior, "--c-prior"),
+        tol=opts["tol"],
+        max_cycles=opts["max_cycles"],
+        se=opts["se"],
+        float32=opts["float32"],
+        chains=opts["chains"],
+        warmup=opts["warmup"],
+        draws=opts["draws"],
+        steps=opts["steps"],
+        epochs=opts["epochs"],
+        patience=opts["patience"],
+        positive_a=opts["positive_a"],
+        device=device,
+    )
+    if method == "vi":
+        options["prior"] = opts["vi_prior"]
+    settings = estimators.make_settings(method, **options)
+    with run.progress() as callback:
+        result = estimators.run(
+            data,
+            model,
+            method,
+            settings,
+            seed=run.seed,
+            time_limit=time_limit,
+            mem_limit_mb=mem_limit,
+            callback=callback,
+        )
+    result.info["screen"] = screen.to_dict()
+    result.info["input"] = source.name
+    if paths:
+        os.makedirs(out_dir, exist_ok=True)
+        io.write_table(result.items_frame(), paths["items"], "csv", force=run.force)
+        io.write_table(result.abilities_frame(), paths["abilities"], "csv", force=run.force)
+        io.write_json(result.info, paths["fit"], force=run.force, indent=1)
+    summary = result.to_dict()
+    if run.fmt == "table":
+        run.params["fmt"] = None
+        run.emit_result(summary, title=f"irt-fit fit ({method}, {model})")
+    else:
+        from methodkit.core.io import write_json
+
+        record = run.write_meta()
+        write_json({**summary, "meta": record} if record else summary, run.output, force=run.force)
+    if result.info["status"] != "ok":
+        raise RunFailure(
+            f"the {method} fit ended with status {result.info['status']}"
+            + (f"; partial results in {out_dir}" if out_dir else "")
+        )
+
+
+def _read_fit(path: str):
+    """An Estimate from an irt-fit output folder."""
+    import os
+
+    import numpy as np
+    from methodkit.core import io
+    from methodkit.core.errors import DataError
+    from methodkit.tools.irt.result import Estimate
+
+    if not os.path.isdir(path):
+        raise DataError(f"--fit {path}: not a folder (pass the --out-dir of irt-fit fit)")
+    items = io.read_table(os.path.join(path, "items.csv"))
+    abilities = io.read_table(os.path.join(path, "abilities.csv"))
+    io.require_columns(items, ["item_id", "a", "b", "c"])
+    io.require_columns(abilities, ["model_id", "theta"])
+    col = lambda f, k: io.numeric_matrix(f, [k], allow_nonfinite=True)[:, 0] if k in f.columns else None  # noqa: E731
+    est = Estimate(
+        a=col(items, "a"),
+        b=col(items, "b"),
+        c=col(items, "c"),
+        theta=col(abilities, "theta"),
+        theta_sd=col(abilities, "sd"),
+    )
+    for name in ("a", "b", "c"):
+        setattr(est, f"{name}_low", col(items, f"{name}_ci_low"))
+        setattr(est, f"{name}_high", col(items, f"{name}_ci_high"))
+    return est, items["item_id"].astype(str).to_numpy(), abilities["model_id"].astype(str).to_numpy(), np
+
+
+@main.command("eval")
+@click.option("--truth", required=True, metavar="NPZ", help="irt-sim draw output (carries theta, a, b, c).")
+@click.option("--fit", "fit_dir", required=True, metavar="DIR", help="irt-fit fit --out-dir folder.")
+@click.option("--model", type=click.Choice(["1pl", "2pl", "3pl"]), default=None, help="Model [default: from fit.json].")
+@common_options("output", "format", "meta", "force", "quiet", "verbose", formats=("json",))
+def eval_cmd(truth, fit_dir, model, **_):
+    """Compare a fit with the generating truth: one JSON line of metrics."""
+    import json
+    import os
+
+    from methodkit.core import io
+    from methodkit.core.errors import DataError
+    from methodkit.tools.irt import data as data_mod
+    from methodkit.tools.irt import evaluate
+
+    run = Run.from_context()
+    truth_data = data_mod.from_arrays(io.read_arrays(run.input_bytes(truth)), truth)
+    est, item_id, model_id, np = _read_fit(fit_dir)
+    info = {}
+    fit_json = os.path.join(fit_dir, "fit.json")
+    if os.path.exists(fit_json):
+        info = io.read_json(fit_json)
+    model = model or info.get("model", "2pl")
+    # align by id: a fit on --drop-extreme data covers a subset
+    rows = _index(truth_data.model_id, model_id, "model", fit_dir)
+    cols = _index(truth_data.item_id, item_id, "item", fit_dir)
+    if len(rows) != len(truth_data.model_id) or len(cols) != len(truth_data.item_id):
+        truth_data = truth_data.subset(rows, cols)
+        order_r, order_c = np.arange(len(rows)), np.arange(len(cols))
+    else:
+        order_r, order_c = np.argsort(rows), np.argsort(cols)
+        est = _reorder(est, order_r, order_c)
+    del order_r, order_c
+    if not truth_data.has_truth():
+        raise DataError(f"{truth}: no generating truth (theta, b); eval needs irt-sim draw output")
+    metrics = evaluate.evaluate(est, truth_data, model)
+    metrics = {"estimator": info.get("estimator"), "model": model, "status": info.get("status"), **metrics}
+    run.emit_result(json.loads(io.dumps_json(metrics)))
+
+
+def _index(truth_ids, fit_ids, what, fit_dir):
+    import numpy as np
+    from methodkit.core.errors import DataError
+
+    position = {v: i for i, v in enumerate(truth_ids)}
+    missing = [v for v in fit_ids if v not in position]
+    if missing:
+        raise DataError(f"--fit {fit_dir}: {what} '{missing[0]}' is not in the truth file ({len(missing)} unknown)")
+    return np.array([position[v] for v in fit_ids])
+
+
+def _reorder(est, order_r, order_c):
+    for name in ("a", "b", "c", "a_low", "a_high", "b_low", "b_high", "c_low", "c_high"):
+        value = getattr(est, name)
+        if value is not None:
+            setattr(est, name, value[order_c])
+    est.theta = est.theta[order_r]
+    if est.theta_sd is not None:
+        est.theta_sd = est.theta_sd[order_r]
+    return est
+
+
+@main.command("bench")
+@click.option("-N", "--n-models", type=click.IntRange(min=5), default=500, show_default=True, help="Models.")
+@click.option("-J", "--n-items", type=click.IntRange(min=3), default=1000, show_default=True, help="Items.")
+@click.option(
+    "--girth-items",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Items for the girth comparison (0 = skip) [default: all].",
+)
+@click.option(
+    "--only", type=click.Choice(["mml", "mcmc", "vi", "psn"]), multiple=True, help="Benchmark only these (repeatable)."
+)
+@common_options("output", "format", "seed", "threads", "meta", "force", "quiet", "verbose")
+def bench_cmd(n_models, n_items, girth_items, only, **_):
+    """Time our estimators against girth / python mirt / NumPy twins: case, size, ours_s, ref_s, ratio."""
+    import pandas as pd
+
+    run = Run.from_context()
+    run.threads()  # before Numba is imported
+
+    from methodkit.tools.irt import benchmark
+
+    with run.progress() as callback:
+        rows = benchmark.run(
+            n_models,
+            n_items,
+            girth_items=girth_items,
+            seed=run.seed,
+            which=only or ("mml", "mcmc", "vi", "psn"),
+            callback=callback,
+        )
+    run.emit_table(pd.DataFrame(rows, columns=["case", "size", "ours_s", "ref_s", "ratio", "note"]))

@@ -1,0 +1,254 @@
+"""irt-sim: simulate benchmark response matrices and drive the estimator study."""
+
+from __future__ import annotations
+
+import click
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+
+CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
+
+DEMO = [
+    DemoStep(
+        "irt-sim draw --profile mmlu -J 200 -N 60 --capability clustered -o d.npz"
+        " && irt-fit fit d.npz --out-dir fit && irt-fit eval --truth d.npz --fit fit",
+        "simulated MMLU, 60 clustered models x 200 items",
+        "kendall_tau",
+        "MML ranking tau",
+    ),
+]
+
+
+@tool_group(name="irt-sim")
+def main():
+    """Simulate AI-benchmark response matrices and run IRT estimator studies.
+
+    The regime of AI benchmarks: few evaluated models, many items, and capability
+    distributions that are skewed, clustered by model family, or multimodal. `draw`
+    makes one response matrix with its generating truth (NPZ); `sweep` expands a grid
+    of cells x reps x estimators, fits and scores each, and appends one JSONL row per
+    run (resumable, on a Dask cluster); `profiles` lists the built-in item profiles of
+    the six Open LLM Leaderboard benchmarks and PSN-IRT's published means.
+
+    \b
+    EXAMPLES
+      irt-sim profiles
+      irt-sim draw --profile mmlu -J 500 -N 50 --capability skewed -o d.npz
+      irt-sim draw --profile gsm8k -N 30 --model 3pl --format csv | head
+      irt-sim sweep grid.toml -o runs.jsonl --report summary.md --table runs.parquet
+      irt-sim sweep grid.toml -o runs.jsonl --dry-run
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running
+      2  bad usage or bad input (unknown profile, bad grid, existing output without --force)
+      130  interrupted
+    """
+
+
+@main.command("draw")
+@click.option(
+    "--model", type=click.Choice(["1pl", "2pl", "3pl"]), default="2pl", show_default=True, help="Generating model."
+)
+@click.option("--profile", default="mmlu", show_default=True, help="Item profile (see 'irt-sim profiles').")
+@click.option("--capability", default="normal", show_default=True, help=CAPABILITY_HELP)
+@click.option("-N", "--n-models", type=click.IntRange(min=1), default=100, show_default=True, help="Number of models.")
+@click.option(
+    "-J", "--n-items", type=click.IntRange(min=1), default=None, help="Number of items [default: the profile's]."
+)
+@click.option(
+    "--missing",
+    type=click.FloatRange(0, 1, max_open=True),
+    default=0.0,
+    show_default=True,
+    help="MCAR missing fraction.",
+)
+@click.option("--skew", type=float, default=-4.0, show_default=True, help="Skew-normal alpha of 'skewed'.")
+@click.option(
+    "--groups", type=click.IntRange(min=1), default=6, show_default=True, help="Model families of 'clustered'."
+)
+@click.option("--modes", type=click.IntRange(min=1), default=2, show_default=True, help="Modes of 'multimodal'.")
+@click.option(
+    "--items", "items_file", metavar="FILE", default=None, help="Bootstrap a, b, c from this CSV (irt-fit items.csv)."
+)
+@click.option(
+    "--profiles", "profiles_file", metavar="FILE", default=None, help="Profiles TOML replacing the built-in one."
+)
+@common_options("output", "seed", "meta", "force", "quiet", "verbose", formats=("npz", "csv", "parquet", "jsonl"))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["npz", "csv", "parquet", "jsonl"]),
+    default=None,
+    help="npz (canonical, with truth) or a long table model_id,item_id,correct [default: from -o, npz].",
+)
+def draw_cmd(
+    model, profile, capability, n_models, n_items, missing, skew, groups, modes, items_file, profiles_file, **_
+):
+    """Draw one response matrix with its generating truth (NPZ, or a long CSV/Parquet table)."""
+    import sys
+
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.irt.simulate import DrawSpec, draw
+
+    run = Run.from_context()
+    kind = io.format_from_path(run.output, run.fmt, "npz")
+    if kind in io.BINARY_FORMATS and run.output == "-" and sys.stdout.isatty():
+        raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE.npz or pipe the output")
+    spec = DrawSpec(
+        model, profile, capability, n_models, n_items, missing, skew, groups, modes, items_file, profiles_file
+    )
+    data = draw(spec, run.seed)
+    if kind == "npz":
+        run.write_meta()
+        io.write_arrays(run.output, data.to_arrays(), force=run.force)
+    else:
+        import numpy as np
+        import pandas as pd
+
+        rows, cols = np.nonzero(data.Y != 255)
+        frame = pd.DataFrame(
+            {"model_id": data.model_id[rows], "item_id": data.item_id[cols], "correct": data.Y[rows, cols]}
+        )
+        run.emit_table(frame, fmt=kind)
+
+
+@main.command("profiles")
+@click.option("--toml", "as_toml", is_flag=True, help="Print the profiles TOML document (to edit and pass back).")
+@click.option(
+    "--profiles", "profiles_file", metavar="FILE", default=None, help="List this TOML instead of the built-in one."
+)
+@click.option(
+    "--model",
+    type=click.Choice(["1pl", "2pl", "3pl"]),
+    default="2pl",
+    show_default=True,
+    help="Model for the solved mu_B.",
+)
+@common_options("output", "format", "force", "meta", "quiet", "verbose")
+def profiles_cmd(as_toml, profiles_file, model, **_):
+    """List the built-in benchmark item profiles (or export them as TOML)."""
+    from methodkit.core import io
+    from methodkit.tools.irt import profiles
+
+    run = Run.from_context()
+    text = None
+    if profiles_file:
+        text = run.input_bytes(profiles_file).data.decode("utf-8")
+    if as_toml:
+        with io.atomic_write(run.output, force=run.force) as handle:
+            handle.write((text or profiles.DEFAULT_TOML).encode())
+        return
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for key, p in profiles.load(text, profiles_file or "built-in profiles").items():
+        rows.append(
+            {
+                "profile": key,
+                "benchmark": p.name,
+                "n_items": p.n_items,
+                "format": p.format,
+                "c_mean": p.c_mean,
+                "target_accuracy": p.target_accuracy,
+                "a_mean": float(np.exp(p.log_a_mean + p.log_a_sd**2 / 2)),
+                "b_mean": profiles.solve_mu_b(p, model),
+                "b_sd": p.b_sd,
+            }
+        )
+    run.emit_table(pd.DataFrame(rows))
+
+
+@main.command("sweep")
+@input_argument("grid")
+@click.option("--dry-run", is_flag=True, help="Print the task count and a cost estimate; run nothing.")
+@click.option("--resume", is_flag=True, help="Append to an existing -o file, skipping the runs it holds.")
+@click.option(
+    "--scheduler",
+    default="local",
+    show_default=True,
+    metavar="ADDRESS",
+    help="Dask scheduler address, 'local' (in-process cluster) or 'sync' (plain loop).",
+)
+@click.option(
+    "--report",
+    "report_path",
+    metavar="PATH",
+    default=None,
+    help="Write a markdown summary (with the acceptance checks).",
+)
+@click.option(
+    "--table", "table_path", metavar="PATH", default=None, help="Write the tidy table (Parquet, or CSV by extension)."
+)
+@common_options("output", "in_format", "threads", "meta", "force", "quiet", "verbose", in_formats=("toml", "json"))
+def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
+    """Run the grid GRID (TOML/JSON): one JSONL row per (cell, rep, estimator) to -o, resumable."""
+    import os
+    import sys
+
+    run = Run.from_context()
+    run.threads()  # before Numba is imported: core.backend sets NUMBA_NUM_THREADS, which Numba reads once
+
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.irt import report, sweep
+
+    source = run.input_bytes(grid)
+    spec = sweep.parse_grid(source.data.decode("utf-8", errors="replace"), source.name, run.params.get("in_format"))
+    todo = sweep.tasks(spec)
+    out = run.output
+    have = set()
+    if out != "-" and os.path.exists(out) and not dry_run:
+        if resume:
+            have = sweep.done_keys(out)
+        elif not run.force:
+            raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+    pending = [t for t in todo if t.key not in have]
+    if dry_run:
+        run.emit_result(
+            {
+                "tasks": len(todo),
+                "cells": len(spec.cells),
+                "reps": spec.reps,
+                "estimators": list(spec.estimators),
+                "pending": len(pending),
+                "estimated_seconds": round(sweep.estimate_seconds(spec, pending), 1),
+            },
+            output="-",  # -o names the results file; the plan goes to stdout
+        )
+        return
+    for path in (report_path, table_path):
+        if path and os.path.exists(path) and not run.force:
+            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+    rows = []
+    if out == "-":
+        handle = sys.stdout
+    else:
+        handle = open(out, "a" if resume else "w", encoding="utf-8")  # rows are appended with fsync: resumable
+
+    def sink(row):
+        rows.append(row)
+        if out == "-":
+            handle.write(io.dumps_json(row) + "\n")
+            handle.flush()
+        else:
+            sweep.append_row(handle, row)
+        if row.get("status") == "error" and not run.quiet:
+            warn(run.tool, f"{row['estimator']} failed on {row['key']}: {row.get('error')}")
+
+    try:
+        with run.progress() as callback:
+            sweep.execute(spec, pending, sink, scheduler=scheduler, callback=callback)
+    finally:
+        if out != "-":
+            handle.close()
+    run.write_meta()
+    if report_path or table_path:
+        all_rows = io.read_jsonl(out) if out != "-" else rows
+        if table_path:
+            io.write_table(report.tidy(all_rows), table_path, force=run.force)
+        if report_path:
+            with io.atomic_write(report_path, force=run.force) as h:
+                h.write(report.markdown(all_rows).encode())

@@ -1,0 +1,197 @@
+"""Estimators: kernels vs NumPy/SciPy references, MML vs girth, recovery of the others, diagnostics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from methodkit.tools.irt import diagnostics, estimators, evaluate, kernels, mml, reference
+from methodkit.tools.irt.simulate import DrawSpec, draw
+from scipy import optimize
+
+
+def _objective_numpy(par, r, n, nodes, code, prior):
+    la, b, lc = par
+    a = np.exp(la) if code > 1 else 1.0
+    c = 1 / (1 + np.exp(-lc)) if code == 3 else 0.0
+    p = np.clip(c + (1 - c) / (1 + np.exp(-a * (nodes - b))), 1e-10, 1 - 1e-10)
+    f = np.sum(r * np.log(p) + (n - r) * np.log(1 - p))
+    if code == 3:
+        f += (prior[6] - 1) * np.log(c) + (prior[7] - 1) * np.log(1 - c)
+    return f
+
+
+@pytest.mark.parametrize("code", [1, 2, 3])
+def test_mstep_finds_the_scipy_maximum(code):
+    rng = np.random.default_rng(code)
+    nodes = np.linspace(-6, 6, 61)
+    w = np.exp(-0.5 * nodes**2) * 40
+    true_p = 0.2 * (code == 3) + (1 - 0.2 * (code == 3)) / (1 + np.exp(-1.3 * (nodes - 0.4)))
+    r = rng.binomial(np.round(w).astype(int), true_p).astype(float)
+    n = np.round(w)
+    prior = np.array([0, 0, 0.5, 0, 0, 2, 5, 17.0])
+    params = np.zeros((1, 3))
+    params[0, 2] = -1.0 if code == 3 else 0.0
+    for _ in range(30):
+        kernels.mstep(params, r[None], n[None], nodes, code, prior, 50, 1e-12)
+    free = {1: [1], 2: [0, 1], 3: [0, 1, 2]}[code]
+
+    def neg(x):
+        par = np.array([0.0, 0.0, 0.0])
+        par[free] = x
+        return -_objective_numpy(par, r, n, nodes, code, prior)
+
+    best = optimize.minimize(
+        neg,
+        np.zeros(len(free)) + (np.array([0, 0, -1.0]) if code == 3 else 0),
+        method="Nelder-Mead",
+        options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 20000},
+    )
+    assert -neg(params[0, free]) >= -best.fun - 1e-6
+    assert np.allclose(params[0, free], best.x, atol=2e-3)
+
+
+def test_louis_information_equals_numerical_hessian(small2pl):
+    d = small2pl
+    est = mml.fit(d.Y, "2pl", mml.MMLSettings())
+    params = np.c_[np.log(est.a), est.b, np.zeros(len(est.b))]
+    nodes = np.linspace(-6, 6, 61)
+    w = np.exp(-0.5 * nodes**2)
+    logw = np.log(w / w.sum())
+    Yf, Mf = (d.Y == 1).astype(float), np.ones(d.Y.shape)
+    W, _ = mml.e_step(Yf, Mf, params, nodes, logw, 2, np.float64)
+    info = kernels.louis_information(np.ascontiguousarray(d.Y.T), W, params, nodes, 2)
+
+    def marginal(p0):
+        p = params.copy()
+        p[0] = p0
+        return mml.e_step(Yf, Mf, p, nodes, logw, 2, np.float64)[1]
+
+    h, H = 1e-4, np.zeros((2, 2))
+    for i in range(2):
+        for k in range(2):
+            ei, ek = np.eye(3)[i] * h, np.eye(3)[k] * h
+            x = params[0]
+            H[i, k] = (
+                marginal(x + ei + ek) - marginal(x + ei - ek) - marginal(x - ei + ek) + marginal(x - ei - ek)
+            ) / (4 * h * h)
+    assert np.allclose(info[0][:2, :2], -H, rtol=1e-4)
+
+
+@pytest.mark.parametrize("code", [1, 2, 3])
+def test_mcmc_kernels_match_numpy_twins(code):
+    rng = np.random.default_rng(10 + code)
+    N, J = 40, 25
+    Y = (rng.random((N, J)) < 0.6).astype(np.uint8)
+    Y[rng.random((N, J)) < 0.1] = 255
+    theta = rng.standard_normal(N)
+    params = np.c_[0.3 * rng.standard_normal(J), rng.standard_normal(J), rng.standard_normal(J) - 1]
+    prior = np.array([0.0, 0.5, 0.0, 2.0, 5.0, 17.0])
+    step_t, z_t, u_t = np.full(N, 0.8), rng.standard_normal(N), np.log(rng.random(N))
+    step_i, z_i, u_i = np.full(J, 0.3), rng.standard_normal((J, 3)), np.log(rng.random(J))
+    t_ours, acc = theta.copy(), np.zeros(N, np.int8)
+    kernels.mh_theta(Y, t_ours, params, code, step_t, z_t, u_t, acc)
+    t_ref, acc_ref = reference.mh_theta(Y, theta, params, code, step_t, z_t, u_t)
+    assert np.allclose(t_ours, t_ref) and np.array_equal(acc, acc_ref) and 0 < acc.sum() < N
+    p_ours, acc_i = params.copy(), np.zeros(J, np.int8)
+    kernels.mh_items(np.ascontiguousarray(Y.T), theta, p_ours, code, step_i, z_i, u_i, prior, acc_i)
+    p_ref, acc_iref = reference.mh_items(Y, theta, params, code, step_i, z_i, u_i, prior)
+    assert np.allclose(p_ours, p_ref) and np.array_equal(acc_i, acc_iref)
+
+
+def test_mml_2pl_matches_girth(small2pl):
+    girth = pytest.importorskip("girth")
+    ours = mml.fit(small2pl.Y, "2pl", mml.MMLSettings())
+    ref = girth.twopl_mml(small2pl.Y.T.astype(int))
+    assert np.abs(ours.a - ref["Discrimination"]).max() < 0.02
+    assert np.abs(ours.b - ref["Difficulty"]).max() < 0.03
+
+
+def test_mml_1pl_matches_girth_rasch(small2pl):
+    girth = pytest.importorskip("girth")
+    d = draw(DrawSpec(model="1pl", n_models=300, n_items=10), 2)
+    ours = mml.fit(d.Y, "1pl", mml.MMLSettings())
+    ref = girth.rasch_mml(d.Y.T.astype(int))
+    assert np.corrcoef(ours.b, ref["Difficulty"])[0, 1] > 0.999
+    assert np.abs(ours.b - ref["Difficulty"]).max() < 0.1
+
+
+def test_mml_missing_cells_and_louis_coverage():
+    d = draw(DrawSpec(n_models=400, n_items=30, missing=0.3, capability="multimodal"), 4)
+    fit = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", se="louis"))
+    assert fit.info["converged"] and fit.info["status"] == "ok"
+    m = evaluate.evaluate(fit.estimate, d, "2pl")
+    assert m["corr_b"] > 0.95 and m["corr_a"] > 0.8 and m["kendall_tau"] > 0.6  # 21 items per model
+    assert m["coverage_b"] > 0.8 and m["coverage_a"] > 0.8
+
+
+def test_mml_empirical_histogram_stays_standardised_and_bimodal():
+    d = draw(DrawSpec(n_models=400, n_items=30, capability="multimodal"), 4)
+    fit = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", latent="ehw", max_cycles=60))
+    weights = np.array(fit.info["latent_weights"])
+    nodes = np.linspace(-6, 6, 61)
+    assert weights @ nodes == pytest.approx(0, abs=1e-3) and weights @ nodes**2 == pytest.approx(1, abs=0.02)
+    assert weights[30] < weights[[27, 28, 32, 33]].max()  # a dip at 0 between the modes at +-1.2
+
+
+def test_mcmc_recovers_and_reports_diagnostics():
+    d = draw(DrawSpec(n_models=60, n_items=20), 5)
+    fit = estimators.run(d, "2pl", "mcmc", estimators.make_settings("mcmc", warmup=300, draws=300), seed=1)
+    info = fit.info
+    assert (
+        info["status"] == "ok" and info["rhat_max"] < 1.3 and info["ess_min"] > 4
+    )  # min over 100 parameters, 600 draws
+    assert 0.15 < info["accept_theta"] < 0.5 and 0.15 < info["accept_items"] < 0.5  # Robbins-Monro hit ~0.3
+    m = evaluate.evaluate(fit.estimate, d, "2pl")
+    assert m["corr_b"] > 0.9 and m["coverage_b"] > 0.8
+
+
+def test_mcmc_same_seed_same_draws():
+    d = draw(DrawSpec(n_models=10, n_items=8), 5)
+    s = estimators.make_settings("mcmc", warmup=20, draws=20)
+    one = estimators.run(d, "2pl", "mcmc", s, seed=3).estimate
+    two = estimators.run(d, "2pl", "mcmc", s, seed=3).estimate
+    assert np.array_equal(one.b, two.b) and np.array_equal(one.theta, two.theta)
+
+
+def test_vi_recovers_with_positive_a_and_intervals():
+    d = draw(DrawSpec(n_models=80, n_items=30), 6)
+    fit = estimators.run(d, "2pl", "vi", estimators.make_settings("vi", steps=250), seed=0)
+    e = fit.estimate
+    assert (e.a > 0).all() and (e.b_low < e.b).all() and (e.b < e.b_high).all()
+    m = evaluate.evaluate(e, d, "2pl")
+    assert m["corr_b"] > 0.9 and np.isfinite(fit.info["elbo"])
+
+
+def test_psn_trains_with_early_stopping_and_unconstrained_a():
+    d = draw(DrawSpec(n_models=60, n_items=30), 7)
+    fit = estimators.run(d, "2pl", "psn", estimators.make_settings("psn", epochs=30), seed=0)
+    assert fit.info["n_iter"] <= 30 and fit.info["val_loss"] < 0.69  # beats a coin
+    assert evaluate.evaluate(fit.estimate, d, "2pl")["kendall_tau"] > 0.6
+    pos = estimators.run(d, "2pl", "psn", estimators.make_settings("psn", epochs=3, positive_a=True), seed=0)
+    assert (pos.estimate.a > 0).all()
+
+
+def test_time_limit_and_memory_limit():
+    from methodkit.core.errors import UsageError
+
+    d = draw(DrawSpec(n_models=30, n_items=20), 1)
+    fit = estimators.run(d, "2pl", "mcmc", estimators.make_settings("mcmc", warmup=10**6, draws=10), time_limit=0.3)
+    assert fit.info["status"] == "timeout"
+    with pytest.raises(UsageError, match="over --mem-limit"):
+        estimators.run(d, "2pl", "mml", mem_limit_mb=0.001)
+
+
+def test_rhat_and_ess_known_answers():
+    rng = np.random.default_rng(0)
+    iid = rng.standard_normal((4, 2000, 3))
+    assert np.all(np.abs(diagnostics.rhat(iid) - 1) < 0.01)
+    assert np.all(np.abs(diagnostics.bulk_ess(iid) / 8000 - 1) < 0.15)
+    rho, x = 0.9, np.zeros((4, 4000, 1))
+    e = rng.standard_normal(x.shape)
+    for t in range(1, 4000):
+        x[:, t] = rho * x[:, t - 1] + e[:, t]
+    expected = 16000 * (1 - rho) / (1 + rho)  # AR(1) integrated autocorrelation time
+    assert diagnostics.ess(x)[0] == pytest.approx(expected, rel=0.25)
+    shifted = iid.copy()
+    shifted[0] += 3
+    assert diagnostics.rhat(shifted).min() > 1.3

@@ -1,0 +1,296 @@
+"""Numba kernels of the IRT estimators: one step each, Python owns the loops.
+
+Parameters live on the unconstrained scale (la = log a, b, lc = logit c) as a J x 3
+array; `code` is 1, 2 or 3 for the 1PL, 2PL and 3PL. Responses are uint8 with 255 =
+missing. Kernels never draw random numbers: the caller hands them pre-drawn normals and
+log-uniforms from one seeded NumPy Generator, so results do not depend on thread count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+MISSING = 255
+_EPS = 1e-10
+
+
+@njit(cache=True)
+def _sig(z):
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def _log_sig(z):
+    # log sigma(z) without overflow
+    if z >= 0:
+        return -math.log1p(math.exp(-z))
+    return z - math.log1p(math.exp(z))
+
+
+@njit(cache=True)
+def cell_loglik(y, theta, la, b, lc, code):
+    """log P(y | theta, item) for one cell."""
+    a = math.exp(la) if code > 1 else 1.0
+    z = a * (theta - b)
+    if code < 3:
+        return _log_sig(z) if y == 1 else _log_sig(-z)
+    c = _sig(lc)
+    p = c + (1.0 - c) * _sig(z)
+    p = min(max(p, _EPS), 1.0 - _EPS)
+    return math.log(p) if y == 1 else math.log(1.0 - p)
+
+
+# ---------------------------------------------------------------- MML-EM: M-step
+
+
+@njit(cache=True)
+def _item_objective(par, r, n, nodes, code, prior):
+    """Expected complete-data log posterior of one item, its gradient and Fisher information.
+
+    prior = (use_la, mu_la, sd_la, use_b, mu_b, sd_b, alpha_c, beta_c): a Beta(alpha, beta)
+    density on c itself (Bayes modal, as mirt), normal priors on log a and b when switched on.
+    """
+    la, b, lc = par[0], par[1], par[2]
+    a = math.exp(la) if code > 1 else 1.0
+    c = _sig(lc) if code == 3 else 0.0
+    f = 0.0
+    g = np.zeros(3)
+    info = np.zeros((3, 3))
+    d = np.zeros(3)
+    for q in range(nodes.shape[0]):
+        if n[q] <= 0.0:
+            continue
+        z = a * (nodes[q] - b)
+        s = _sig(z)
+        p = c + (1.0 - c) * s
+        p = min(max(p, _EPS), 1.0 - _EPS)
+        f += r[q] * math.log(p) + (n[q] - r[q]) * math.log(1.0 - p)
+        v = s * (1.0 - s)
+        d[0] = (1.0 - c) * v * z if code > 1 else 0.0
+        d[1] = -(1.0 - c) * v * a
+        d[2] = c * (1.0 - c) * (1.0 - s) if code == 3 else 0.0
+        w = (r[q] - n[q] * p) / (p * (1.0 - p))
+        fi = n[q] / (p * (1.0 - p))
+        for k in range(3):
+            g[k] += w * d[k]
+            for m in range(3):
+                info[k, m] += fi * d[k] * d[m]
+    if prior[0] > 0 and code > 1:
+        f += -0.5 * ((la - prior[1]) / prior[2]) ** 2
+        g[0] += -(la - prior[1]) / prior[2] ** 2
+        info[0, 0] += 1.0 / prior[2] ** 2
+    if prior[3] > 0:
+        f += -0.5 * ((b - prior[4]) / prior[5]) ** 2
+        g[1] += -(b - prior[4]) / prior[5] ** 2
+        info[1, 1] += 1.0 / prior[5] ** 2
+    if code == 3:
+        al, be = prior[6], prior[7]
+        f += (al - 1.0) * math.log(max(c, _EPS)) + (be - 1.0) * math.log(max(1.0 - c, _EPS))
+        g[2] += (al - 1.0) * (1.0 - c) - (be - 1.0) * c
+        info[2, 2] += max(al + be - 2.0, 0.0) * c * (1.0 - c)
+    return f, g, info
+
+
+@njit(cache=True)
+def _solve_free(info, g, code):
+    """Fisher-scoring step on the free coordinates (1PL: b; 2PL: log a, b; 3PL: all)."""
+    lo = 1 if code == 1 else 0
+    hi = 3 if code == 3 else 2
+    k = hi - lo
+    A = np.empty((k, k))
+    v = np.empty(k)
+    for i in range(k):
+        v[i] = g[lo + i]
+        for m in range(k):
+            A[i, m] = info[lo + i, lo + m]
+        A[i, i] += 1e-8
+    step = np.zeros(3)
+    sol = np.linalg.solve(A, v)
+    for i in range(k):
+        step[lo + i] = sol[i]
+    return step
+
+
+@njit(parallel=True, cache=True)
+def mstep(params, r, n, nodes, code, prior, max_iter, tol):
+    """Maximise each item's expected complete-data log posterior (Fisher scoring, step halving).
+
+    Items are independent given the E-step counts r (correct) and n (observed), J x Q.
+    Updates `params` (J x 3) in place.
+    """
+    J = params.shape[0]
+    for j in prange(J):
+        par = params[j].copy()
+        f, g, info = _item_objective(par, r[j], n[j], nodes, code, prior)
+        for _ in range(max_iter):
+            step = _solve_free(info, g, code)
+            # keep one step from throwing a parameter far away (Fisher scoring can overshoot at extremes)
+            big = 0.0
+            for k in range(3):
+                big = max(big, abs(step[k]))
+            if big > 2.0:
+                for k in range(3):
+                    step[k] *= 2.0 / big
+            t = 1.0
+            improved = False
+            for _h in range(20):
+                trial = par + t * step
+                f2, g2, info2 = _item_objective(trial, r[j], n[j], nodes, code, prior)
+                if f2 >= f - 1e-12:
+                    par = trial
+                    f, g, info = f2, g2, info2
+                    improved = True
+                    break
+                t *= 0.5
+            if not improved or big * t < tol:
+                break
+        params[j] = par
+
+
+# ---------------------------------------------------------------- MML: Louis information
+
+
+@njit(cache=True)
+def _dp_d2p(x, la, b, lc, code, d, h):
+    """P at node x, its gradient d (3) and Hessian h (3 x 3) in (log a, b, logit c)."""
+    a = math.exp(la) if code > 1 else 1.0
+    c = _sig(lc) if code == 3 else 0.0
+    z = a * (x - b)
+    s = _sig(z)
+    v = s * (1.0 - s)
+    v1 = v * (1.0 - 2.0 * s)
+    p = c + (1.0 - c) * s
+    for k in range(3):
+        d[k] = 0.0
+        for m in range(3):
+            h[k, m] = 0.0
+    d[1] = -(1.0 - c) * v * a
+    h[1, 1] = (1.0 - c) * v1 * a * a
+    if code > 1:
+        d[0] = (1.0 - c) * v * z
+        h[0, 0] = (1.0 - c) * (v1 * z * z + v * z)
+        h[0, 1] = (1.0 - c) * (-v1 * z * a - v * a)
+        h[1, 0] = h[0, 1]
+    if code == 3:
+        cc = c * (1.0 - c)
+        d[2] = cc * (1.0 - s)
+        h[2, 2] = cc * (1.0 - 2.0 * c) * (1.0 - s)
+        h[0, 2] = -cc * v * z
+        h[2, 0] = h[0, 2]
+        h[1, 2] = cc * v * a
+        h[2, 1] = h[1, 2]
+    return p
+
+
+@njit(parallel=True, cache=True)
+def louis_information(YT, W, params, nodes, code):
+    """Observed information of each item's parameters by Louis' (1982) identity.
+
+    I_j = sum_n { E_post[-d2 log f] - Var_post[d log f] }, the posterior over nodes being
+    row n of W (N x Q). Item blocks only (cross-item terms are left out). Returns J x 3 x 3.
+    """
+    J, N = YT.shape
+    Q = nodes.shape[0]
+    out = np.zeros((J, 3, 3))
+    for j in prange(J):
+        la, b, lc = params[j, 0], params[j, 1], params[j, 2]
+        P = np.empty(Q)
+        D = np.empty((Q, 3))
+        H = np.empty((Q, 3, 3))
+        d = np.empty(3)
+        h = np.empty((3, 3))
+        for q in range(Q):
+            P[q] = min(max(_dp_d2p(nodes[q], la, b, lc, code, d, h), _EPS), 1.0 - _EPS)
+            D[q] = d
+            H[q] = h
+        acc = np.zeros((3, 3))
+        for nn in range(N):
+            if YT[j, nn] == MISSING:
+                continue
+            y = float(YT[j, nn])  # uint8 arithmetic would wrap (-1 == 255)
+            m1 = np.zeros(3)
+            m2 = np.zeros((3, 3))
+            for q in range(Q):
+                w = W[nn, q]
+                if w < 1e-14:
+                    continue
+                p = P[q]
+                l1 = (y - p) / (p * (1.0 - p))
+                l2 = -y / (p * p) - (1.0 - y) / ((1.0 - p) * (1.0 - p))
+                for k in range(3):
+                    sk = l1 * D[q, k]
+                    m1[k] += w * sk
+                    for m in range(3):
+                        m2[k, m] += w * sk * l1 * D[q, m]
+                        acc[k, m] -= w * (l2 * D[q, k] * D[q, m] + l1 * H[q, k, m])
+            for k in range(3):
+                for m in range(3):
+                    acc[k, m] -= m2[k, m] - m1[k] * m1[m]
+        out[j] = acc
+    return out
+
+
+# ---------------------------------------------------------------- MCMC: Metropolis within Gibbs
+
+
+@njit(parallel=True, cache=True)
+def mh_theta(Y, theta, params, code, step, z, logu, accepted):
+    """One random-walk MH update of every theta_n (independent given the items); prior N(0, 1)."""
+    N, J = Y.shape
+    for nn in prange(N):
+        t0 = theta[nn]
+        t1 = t0 + step[nn] * z[nn]
+        delta = 0.5 * (t0 * t0 - t1 * t1)
+        for j in range(J):
+            y = Y[nn, j]
+            if y == MISSING:
+                continue
+            la, b, lc = params[j, 0], params[j, 1], params[j, 2]
+            delta += cell_loglik(y, t1, la, b, lc, code) - cell_loglik(y, t0, la, b, lc, code)
+        if logu[nn] < delta:
+            theta[nn] = t1
+            accepted[nn] = 1
+        else:
+            accepted[nn] = 0
+
+
+@njit(cache=True)
+def item_log_prior(la, b, lc, code, prior):
+    """log a ~ N(prior0, prior1), b ~ N(prior2, prior3), c ~ Beta(prior4, prior5) on the logit scale."""
+    out = -0.5 * ((b - prior[2]) / prior[3]) ** 2
+    if code > 1:
+        out += -0.5 * ((la - prior[0]) / prior[1]) ** 2
+    if code == 3:
+        # density of logit c when c ~ Beta(alpha, beta): alpha log c + beta log(1 - c)
+        out += prior[4] * _log_sig(lc) + prior[5] * _log_sig(-lc)
+    return out
+
+
+@njit(parallel=True, cache=True)
+def mh_items(YT, theta, params, code, step, z, logu, prior, accepted):
+    """One joint random-walk MH update of every item's (log a, b, logit c) (independent given theta)."""
+    J, N = YT.shape
+    for j in prange(J):
+        la0, b0, lc0 = params[j, 0], params[j, 1], params[j, 2]
+        la1 = la0 + step[j] * z[j, 0] if code > 1 else la0
+        b1 = b0 + step[j] * z[j, 1]
+        lc1 = lc0 + step[j] * z[j, 2] if code == 3 else lc0
+        delta = item_log_prior(la1, b1, lc1, code, prior) - item_log_prior(la0, b0, lc0, code, prior)
+        for nn in range(N):
+            y = YT[j, nn]
+            if y == MISSING:
+                continue
+            delta += cell_loglik(y, theta[nn], la1, b1, lc1, code) - cell_loglik(y, theta[nn], la0, b0, lc0, code)
+        if logu[j] < delta:
+            params[j, 0] = la1
+            params[j, 1] = b1
+            params[j, 2] = lc1
+            accepted[j] = 1
+        else:
+            accepted[j] = 0

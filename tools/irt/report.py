@@ -1,0 +1,128 @@
+"""The sweep's tidy table and its markdown summary, with the issue's acceptance checks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+SUMMARY_COLUMNS = [
+    "corr_a",
+    "corr_b",
+    "kendall_tau",
+    "near_tie_order_error",
+    "coverage_b",
+    "coverage_a",
+    "frac_a_nonpositive",
+    "sign_flip",
+    "brier",
+    "auc",
+    "rmse_expected_score",
+    "seconds",
+    "peak_rss_mb",
+]
+
+
+def tidy(rows: list[dict]):
+    """One row per (cell, rep, estimator), one column per field (nested values dropped)."""
+    import pandas as pd
+
+    flat = [{k: v for k, v in r.items() if not isinstance(v, (dict, list)) and k != "traceback"} for r in rows]
+    return pd.DataFrame(flat)
+
+
+def summary(frame):
+    """Means over reps per (estimator, capability, n_models)."""
+    keys = [k for k in ("cell_model", "estimator", "cell_capability", "cell_n_models", "cell_n_items") if k in frame]
+    present = [c for c in SUMMARY_COLUMNS if c in frame]
+    data = frame.copy()
+    if "sign_flip" in data:
+        data["sign_flip"] = data["sign_flip"].astype(float)
+    grouped = data.groupby(keys, dropna=False)
+    out = grouped[present].mean(numeric_only=True)
+    out["runs"] = grouped.size()
+    if "status" in data:
+        out["ok"] = grouped["status"].apply(lambda s: float((s == "ok").mean()))
+    return out.reset_index()
+
+
+def acceptance(frame) -> list[tuple[str, str, bool | None]]:
+    """The issue's claims 1-3, evaluated on whatever cells the sweep holds: (claim, figures, passed)."""
+    out = []
+    if frame.empty or "cell_n_models" not in frame:
+        return out
+    f = frame[frame.get("status", "ok") == "ok"] if "status" in frame else frame
+    cap = f["cell_capability"] if "cell_capability" in f else None
+    sizes = sorted(f["cell_n_models"].dropna().unique())
+    mean = lambda sel, col: float(f.loc[sel, col].mean()) if col in f and sel.any() else np.nan  # noqa: E731
+    if sizes:
+        big, small = max(sizes), min(sizes)
+        sel = (f["estimator"] == "mml") & (f["cell_n_models"] == big) & ((cap == "normal") if cap is not None else True)
+        if sel.any():
+            ca, cb, tau = mean(sel, "corr_a"), mean(sel, "corr_b"), mean(sel, "kendall_tau")
+            out.append(
+                (
+                    f"1. MML, N={big}, normal: corr(a) >= .85, corr(b) >= .95, tau >= .85",
+                    f"corr(a) {ca:.3f}, corr(b) {cb:.3f}, tau {tau:.3f}",
+                    bool(ca >= 0.85 and cb >= 0.95 and tau >= 0.85),
+                )
+            )
+        if big != small:
+            for est in sorted(f["estimator"].unique()):
+                lo = mean((f["estimator"] == est) & (f["cell_n_models"] == small), "corr_a")
+                hi = mean((f["estimator"] == est) & (f["cell_n_models"] == big), "corr_a")
+                if np.isfinite(lo) and np.isfinite(hi):
+                    out.append(
+                        (
+                            f"2. {est}: mean corr(a) at N={small} <= value at N={big} - 0.25",
+                            f"{lo:.3f} vs {hi:.3f}",
+                            bool(lo <= hi - 0.25),
+                        )
+                    )
+    few = f["cell_n_models"] <= 50
+    vi_cov = mean(few & (f["estimator"] == "vi"), "coverage_b")
+    mc_cov = mean(few & (f["estimator"] == "mcmc"), "coverage_b")
+    if np.isfinite(vi_cov) and np.isfinite(mc_cov):
+        out.append(
+            (
+                "3a. N <= 50: VI coverage of b >= 0.10 below MCMC's",
+                f"VI {vi_cov:.3f}, MCMC {mc_cov:.3f}",
+                bool(vi_cov <= mc_cov - 0.10),
+            )
+        )
+    if cap is not None:
+        nonnormal = cap.isin(["skewed", "clustered", "multimodal"])
+        psn_b = mean(nonnormal & (f["estimator"] == "psn"), "corr_b")
+        mml_b = mean(nonnormal & (f["estimator"] == "mml"), "corr_b")
+        psn = f["estimator"] == "psn"
+        flips = float(f.loc[psn, "sign_flip"].astype(float).mean()) if psn.any() and "sign_flip" in f else np.nan
+        nonpos = float(f.loc[psn, "frac_a_nonpositive"].mean()) if psn.any() and "frac_a_nonpositive" in f else np.nan
+        if np.isfinite(psn_b) and np.isfinite(mml_b):
+            out.append(
+                (
+                    "3b. non-normal: PSN corr(b) >= 0.05 below MML's, or PSN sign flips / a <= 0",
+                    f"PSN {psn_b:.3f}, MML {mml_b:.3f}, PSN sign-flip rate {flips:.3f}, PSN frac a<=0 {nonpos:.3f}",
+                    bool(psn_b <= mml_b - 0.05 or flips > 0 or nonpos > 0),
+                )
+            )
+    return out
+
+
+def markdown(rows: list[dict]) -> str:
+    frame = tidy(rows)
+    lines = ["# irt-sim sweep summary", "", f"{len(frame)} runs."]
+    if "status" in frame:
+        counts = frame["status"].value_counts().to_dict()
+        lines.append("Status: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + ".")
+    lines += ["", "## Acceptance checks", ""]
+    checks = acceptance(frame)
+    if not checks:
+        lines.append("(the grid has none of the cells the checks need)")
+    for claim, figures, passed in checks:
+        lines.append(f"- {'PASS' if passed else 'FAIL'}: {claim}: {figures}")
+    lines += ["", "## Means over reps", ""]
+    table = summary(frame)
+    lines.append("| " + " | ".join(str(c) for c in table.columns) + " |")
+    lines.append("|" + "---|" * len(table.columns))
+    for row in table.itertuples(index=False):
+        cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
