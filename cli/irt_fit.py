@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
@@ -239,6 +240,7 @@ def _read_fit(path: str):
     import os
 
     import numpy as np
+
     from methodkit.core import io
     from methodkit.core.errors import DataError
     from methodkit.tools.irt.result import Estimate
@@ -305,6 +307,7 @@ def eval_cmd(truth, fit_dir, model, **_):
 
 def _index(truth_ids, fit_ids, what, fit_dir):
     import numpy as np
+
     from methodkit.core.errors import DataError
 
     position = {v: i for i, v in enumerate(truth_ids)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."

@@ -8,6 +8,7 @@ rankings of the models stay far better than the item parameters.
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.irt import estimators, evaluate
 from methodkit.tools.irt.simulate import DrawSpec, draw
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import optimize
+
 from methodkit.tools.irt import diagnostics, estimators, evaluate, kernels, mml, reference
 from methodkit.tools.irt.simulate import DrawSpec, draw
-from scipy import optimize
 
 
 def _objective_numpy(par, r, n, nodes, code, prior):

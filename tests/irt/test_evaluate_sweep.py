@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from methodkit.core.errors import DataError
 from methodkit.tools.irt import evaluate, report, sweep
 from methodkit.tools.irt.result import Estimate

@@ -6,11 +6,12 @@ import io
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.irt import data as data_mod
 from methodkit.tools.irt import profiles
 from methodkit.tools.irt.simulate import DrawSpec, capabilities, draw
-from scipy import stats
 
 
 @pytest.mark.parametrize("key", ["mmlu", "gsm8k", "winogrande"])

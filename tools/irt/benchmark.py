@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
 from methodkit.tools.irt import estimators, kernels, reference
 from methodkit.tools.irt.simulate import DrawSpec, draw
 

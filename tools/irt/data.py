@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, UsageError
 
 MISSING = 255

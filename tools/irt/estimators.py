@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt import mcmc, mml, psn, vi
 from methodkit.tools.irt.data import ResponseData

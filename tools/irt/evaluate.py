@@ -8,8 +8,9 @@ a* = a_hat / A (intervals likewise). Fit outputs are never changed: eval reports
 from __future__ import annotations
 
 import numpy as np
-from methodkit.core.errors import DataError
 from scipy import stats
+
+from methodkit.core.errors import DataError
 
 NEAR_TIE = 0.2
 TOP_K = 10
@@ -88,8 +89,9 @@ def item_metrics(est, truth_a, truth_b, truth_c, A: float, B: float, flipped: bo
 
 def predictive_metrics(est, truth_theta, truth_a, truth_b, truth_c, Y_full, mask) -> dict:
     """Brier, log loss, AUC on held-out cells; RMSE of each model's expected score on all items."""
-    from methodkit.tools.irt.models import prob
     from sklearn.metrics import roc_auc_score
+
+    from methodkit.tools.irt.models import prob
 
     P_hat = np.clip(prob(est.theta, est.a, est.b, est.c), 1e-6, 1 - 1e-6)
     out: dict = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt import diagnostics, kernels
 from methodkit.tools.irt.mml import start_values

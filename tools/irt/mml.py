@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.special import logsumexp
+
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt import kernels
 from methodkit.tools.irt.models import MODEL_CODE, sigmoid
 from methodkit.tools.irt.result import Clock, Estimate
-from scipy.special import logsumexp
 
 LATENTS = ("normal", "ehw")
 PRIORS = ("none", "weak")

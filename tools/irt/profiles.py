@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.core.errors import DataError, UsageError
 
 DEFAULT_TOML = """\

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt.models import MODEL_CODE
 from methodkit.tools.irt.result import Clock, Estimate, torch_threads_for

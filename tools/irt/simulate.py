@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.irt import profiles as prof
 from methodkit.tools.irt.data import MISSING, ResponseData

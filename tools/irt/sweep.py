@@ -22,6 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.irt import estimators as est_mod
 from methodkit.tools.irt import evaluate
