@@ -1,0 +1,144 @@
+"""nte-encode through the installed executable: the pipeline, determinism, bad input, and the effect."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from methodkit.core import images
+
+pytestmark = pytest.mark.skipif(not images.FASHION_DIR.is_dir(), reason="dataset-fashion-mnist not installed")
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory):
+    """Two tiny models of the authorized architecture (seeds 0, 1) and one other architecture."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path_factory.mktemp("nte")
+    exe = Path(sys.executable).parent / "nte-encode"
+    subprocess.run(
+        [exe, "zoo", "--arch", "pcnn-p4c8", "--seeds", "0,1", "--train-size", "3000", "--test-size", "500",
+         "--epochs", "2", "-o", folder / "zoo", "-q"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        [exe, "zoo", "--arch", "cnn5s2c12", "--seeds", "0", "--train-size", "3000", "--test-size", "500",
+         "--epochs", "2", "-o", folder / "zoo", "-q", "--force"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    subprocess.run([exe, "key", folder / "zoo" / "pcnn-p4c8-s0.safetensors", "-o", folder / "key.npz"], check=True)
+    x, y = images.load_images("fashion-mnist", "test")
+    np.savez(folder / "clean.npz", x=x[:400], y=y[:400])
+    return folder
+
+
+def _json_lines(proc):
+    return [json.loads(line) for line in proc.stdout.decode().splitlines()]
+
+
+def test_help_lists_verbs(run_cli):
+    out = run_cli(["nte-encode", "--help"]).stdout.decode()
+    for verb in ("key", "encode", "eval", "attack", "spectrum", "zoo"):
+        assert verb in out
+
+
+def test_pipeline_authorized_exact_unauthorized_hurt(zoo, run_cli):
+    enc = run_cli(
+        ["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "-o", "c10.npz",
+         "--model", "zoo/pcnn-p4c8-s0.safetensors"],
+        cwd=zoo,
+    )  # fmt: skip
+    assert enc.returncode == 0, enc.stderr
+    summary = json.loads(enc.stdout)
+    assert summary["psnr_mean"] == pytest.approx(10.0, abs=1e-3) and summary["certificate_max"] < 1e-4
+    proc = run_cli(
+        ["nte-encode", "eval", "c10.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors",
+         "--unauth", "zoo/pcnn-p4c8-s1.safetensors", "--unauth", "zoo/cnn5s2c12-s0.safetensors"],
+        cwd=zoo,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["model"]: r for r in _json_lines(proc)}
+    auth = rows["pcnn-p4c8-s0"]
+    assert auth["agreement"] == 1.0 and auth["max_abs_dlogit"] < 1e-4
+    unauth_drops = [rows["pcnn-p4c8-s1"]["drop"], rows["cnn5s2c12-s0"]["drop"]]
+    assert np.mean(unauth_drops) > 0.05, rows
+    # control: white noise at the same PSNR hurts the authorized model as well
+    run_cli(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "--noise", "gaussian",
+             "-o", "g10.npz"], cwd=zoo)  # fmt: skip
+    proc = run_cli(["nte-encode", "eval", "g10.npz", "--clean", "clean.npz", "--unauth",
+                    "zoo/pcnn-p4c8-s0.safetensors"], cwd=zoo)  # fmt: skip
+    assert _json_lines(proc)[0]["agreement"] < 0.95
+
+
+def test_flat_mode_for_an_overlapping_stem(zoo, run_cli):
+    assert (
+        run_cli(["nte-encode", "key", "zoo/cnn5s2c12-s0.safetensors", "-o", "k5.npz", "--force"], cwd=zoo).returncode
+        == 0
+    )
+    run_cli(["nte-encode", "encode", "clean.npz", "--key", "k5.npz", "--psnr", "10", "-o", "p.npz", "--force"], cwd=zoo)
+    with np.load(zoo / "p.npz") as data:
+        assert data["patches"].shape == (400, 196, 25) and "x" not in data.files
+    proc = run_cli(
+        ["nte-encode", "eval", "p.npz", "--clean", "clean.npz", "--auth", "zoo/cnn5s2c12-s0.safetensors"], cwd=zoo
+    )
+    row = _json_lines(proc)[0]
+    assert row["agreement"] == 1.0 and row["max_abs_dlogit"] < 1e-4
+
+
+def test_same_seed_same_bytes_and_stdin(zoo, run_cli):
+    for name in ("a.npz", "b.npz"):
+        run_cli(
+            ["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--seed", "3", "-o", name, "--force"], cwd=zoo
+        )
+    assert (zoo / "a.npz").read_bytes() == (zoo / "b.npz").read_bytes()
+    piped = run_cli(["nte-encode", "encode", "-", "--key", "key.npz", "--seed", "3", "-o", "c.npz", "--force"],
+                    input=(zoo / "clean.npz").read_bytes(), cwd=zoo)  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert (zoo / "c.npz").read_bytes() == (zoo / "a.npz").read_bytes()
+
+
+def test_bad_inputs_exit_2_and_keep_outputs(zoo, run_cli, one_line_error):
+    (zoo / "keep.npz").write_bytes(b"keep")
+    proc = run_cli(
+        ["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "0", "-o", "keep.npz", "--force"], cwd=zoo
+    )
+    one_line_error(proc, "nte-encode", "--psnr must be in (0, 100) dB, got 0.0")
+    assert (zoo / "keep.npz").read_bytes() == b"keep"
+    proc = run_cli(["nte-encode", "encode", "clean.npz", "--key", "nokey.npz", "-o", "x.npz"], cwd=zoo)
+    one_line_error(proc, "nte-encode", "nokey.npz: no such file")
+    np.savez(zoo / "bad.npz", x=np.full((2, 28, 28), 2.0, np.float32))
+    proc = run_cli(["nte-encode", "encode", "bad.npz", "--key", "key.npz", "-o", "x.npz"], cwd=zoo)
+    one_line_error(proc, "nte-encode", "bad.npz: float images must lie in [0, 1]")
+    proc = run_cli(
+        ["nte-encode", "eval", "c10.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s1.safetensors"], cwd=zoo
+    )
+    one_line_error(proc, "nte-encode", "another model's key; list it with --unauth")
+    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "wiener", "-o", "r.npz"], cwd=zoo)
+    one_line_error(proc, "nte-encode", "--method wiener needs public clean data")
+
+
+def test_gate_exit_3(zoo, run_cli):
+    proc = run_cli(["nte-encode", "eval", "c10.npz", "--clean", "clean.npz", "--unauth", "zoo/pcnn-p4c8-s1.safetensors",
+                    "--fail-if-unauth-above", "0.0"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 3 and b"keeps accuracy" in proc.stderr
+    assert len(proc.stdout.splitlines()) == 1
+
+
+def test_attack_and_spectrum(zoo, run_cli, shell):
+    proc = run_cli(
+        ["nte-encode", "attack", "c10.npz", "--method", "blur:1", "--clean", "clean.npz", "-o", "r.npz"], cwd=zoo
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["psnr_vs_clean"] > 10.0
+    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "geig", "--public", "clean.npz", "--key", "key.npz",
+                    "-o", "g.npz"], cwd=zoo)  # fmt: skip
+    assert 0 <= json.loads(proc.stdout)["min_principal_cos"] <= 1
+    proc = shell("nte-encode spectrum zoo/pcnn-p4c8-s0.safetensors zoo/pcnn-p4c8-s1.safetensors zoo/cnn5s2c12-s0.safetensors"
+                 " --data clean.npz | head -1", cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert proc.stdout.decode().startswith("a,b,same_geometry,leak,snr_leak")

@@ -1,0 +1,233 @@
+"""nte: key, encode, kernels, models, spectrum and attacks against references and invariants."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from methodkit.core.errors import DataError, RunFailure, UsageError
+from methodkit.tools.nte import attacks, kernels
+from methodkit.tools.nte.encode import draw_noise, encode
+from methodkit.tools.nte.key import Key, extract_key
+from methodkit.tools.nte.models import ARCHS, ModelConfig, build
+from methodkit.tools.nte.spectrum import pair
+from methodkit.tools.nte.stem import Stem, fold_average, unfold
+from methodkit.tools.nte.zoo import misaligned_stem
+
+
+def _stem(c_out=8, k=4, s=4, p=0, seed=0, mean=0.3, std=0.4):
+    w = np.random.default_rng(seed).normal(size=(c_out, 1, k, k))
+    return Stem(w, s, p, (mean,), (std,))
+
+
+def _images(n=6, side=28, seed=1):
+    return np.random.default_rng(seed).random((n, 1, side, side)).astype(np.float32)
+
+
+def test_key_is_the_null_space_of_the_pixel_domain_stem():
+    stem = _stem()
+    key = extract_key(stem)
+    assert (key.k, key.rank, key.fallback) == (8, 8, False)
+    np.testing.assert_allclose(key.basis.T @ key.basis, np.eye(8), atol=1e-12)
+    assert np.abs(stem.pixel_matrix() @ key.basis).max() < 1e-12
+    # normalisation folded in: W' = W / std, so the raw W has the same null space but other singular values
+    np.testing.assert_allclose(key.singular_values[:8] * 0.4, np.linalg.svd(stem.weight.reshape(8, -1))[1])
+
+
+def test_key_rank_rules_and_full_rank_fallback():
+    full = _stem(c_out=16)
+    key = extract_key(full)
+    assert key.fallback and key.k == 1 and key.sigma_leak == pytest.approx(key.singular_values[-1])
+    assert "full rank" in key.warnings[0]
+    with pytest.raises(RunFailure, match="no null space"):
+        extract_key(full, strict=True)
+    relative = extract_key(full, tau=0.3)
+    assert relative.rank == int(np.sum(relative.singular_values > 0.3 * relative.singular_values[0]))
+    with pytest.raises(UsageError, match="--tau must be positive"):
+        extract_key(full, tau=0)
+
+
+def test_key_round_trips_through_npz():
+    key = extract_key(_stem())
+    from methodkit.core import io as mio
+
+    again = Key.from_arrays(mio.read_arrays(mio.InputBytes(key.to_npz_bytes(), "k", "")), "k")
+    np.testing.assert_array_equal(again.basis, key.basis)
+    assert again.to_dict() == key.to_dict()
+
+
+@pytest.mark.parametrize("k, s, p", [(4, 4, 0), (5, 2, 2), (3, 1, 1), (7, 7, 0)])
+def test_fold_average_inverts_unfold(k, s, p):
+    x = _images(2)
+    padded = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    patches = unfold(padded, k, s)
+    back = fold_average(patches, padded.shape, k, s)
+    covered = (padded.shape[-1] - k) // s * s + k
+    np.testing.assert_allclose(back[..., :covered, :covered], padded[..., :covered, :covered], atol=1e-6)
+
+
+def test_encode_nonoverlap_kernel_matches_numpy_reference():
+    key = extract_key(_stem())
+    x = _images(5)
+    z = draw_noise(3, 0, 5, 49, key.k)
+    out, alpha = kernels.encode_nonoverlap(x, key.basis, z, 15.0)
+    delta = fold_average(z @ key.basis.T, x.shape, 4, 4)
+    expected_alpha = np.sqrt(10**-1.5 / (delta.reshape(5, -1) ** 2).mean(axis=1))
+    np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-10)
+    np.testing.assert_allclose(out, x + expected_alpha[:, None, None, None] * delta, atol=1e-6)
+
+
+def test_encode_patches_kernel_matches_numpy_reference():
+    key = extract_key(_stem(c_out=12, k=5, s=2))
+    patches = unfold(_images(3), 5, 2).astype(np.float32)
+    z = draw_noise(0, 0, 3, patches.shape[1], key.k)
+    out, alpha = kernels.encode_patches(patches, key.basis, z, 12.0)
+    delta = z @ key.basis.T
+    expected_alpha = np.sqrt(10**-1.2 / (delta.reshape(3, -1) ** 2).mean(axis=1))
+    np.testing.assert_allclose(out, patches + expected_alpha[:, None, None] * delta, atol=1e-6)
+
+
+def test_patch_cov_kernel_matches_numpy():
+    x = _images(7).astype(np.float64)
+    total, sums, count = kernels.patch_cov(x, 4, 2)
+    p = unfold(x, 4, 2).reshape(-1, 16)
+    assert count == p.shape[0]
+    np.testing.assert_allclose(total, p.T @ p, rtol=1e-10)
+    np.testing.assert_allclose(sums, p.sum(axis=0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("psnr", [30.0, 10.0])
+def test_encode_hits_psnr_and_leaves_the_authorized_stem_unchanged(psnr):
+    stem = _stem()
+    key = extract_key(stem)
+    x = _images(8)
+    c = encode(x, key, psnr, seed=4, w_pixel=stem.pixel_matrix())
+    np.testing.assert_allclose(c.psnr, psnr, atol=1e-4)
+    assert c.certificate.max() < 1e-4
+    control = encode(x, key, psnr, seed=4, noise="gaussian", w_pixel=stem.pixel_matrix())
+    np.testing.assert_allclose(control.psnr, psnr, atol=1e-3)
+    assert control.certificate.min() > 100 * c.certificate.max()
+
+
+def test_encode_is_reproducible_per_image_whatever_the_batch():
+    key = extract_key(_stem())
+    x = _images(8)
+    whole = encode(x, key, 20.0, seed=9)
+    tail = encode(x[4:], key, 20.0, seed=9, first_index=4)
+    np.testing.assert_array_equal(whole.x[4:], tail.x)
+    assert not np.array_equal(encode(x, key, 20.0, seed=10).x, whole.x)
+
+
+def test_encode_bad_inputs():
+    key = extract_key(_stem())
+    with pytest.raises(UsageError, match="--psnr must be in"):
+        encode(_images(1), key, 0.0)
+    with pytest.raises(DataError, match="must lie in"):
+        encode(_images(1) * 2, key, 10.0)
+    with pytest.raises(DataError, match="unencodable"):
+        encode(_images(1, side=30), key, 10.0)
+    with pytest.raises(DataError, match="channel"):
+        encode(np.zeros((1, 3, 28, 28), np.float32), key, 10.0)
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_forward_patches_equals_forward(arch):
+    model = build(ModelConfig(arch, 0))
+    model.eval()
+    stem = model.stem_spec()
+    x = _images(3)
+    padded = np.full((3, 1, 28 + 2 * stem.padding, 28 + 2 * stem.padding), model.cfg.mean, np.float32)
+    padded[:, :, stem.padding : stem.padding + 28, stem.padding : stem.padding + 28] = x
+    patches = unfold(padded, stem.kernel, stem.stride).astype(np.float32)
+    with torch.no_grad():
+        torch.testing.assert_close(model.forward_patches(torch.from_numpy(patches)), model(torch.from_numpy(x)))
+
+
+@pytest.mark.parametrize("arch", ["pcnn-p4c8", "cnn5s2c12"])
+def test_authorized_model_outputs_are_preserved(arch):
+    model = build(ModelConfig(arch, 0))
+    model.eval()
+    stem = model.stem_spec()
+    key = extract_key(stem)
+    x = _images(6)
+    c = encode(x, key, 10.0, seed=0)
+    with torch.no_grad():
+        clean = model(torch.from_numpy(x))
+        nte = (
+            model.forward_patches(torch.from_numpy(c.patches))
+            if c.patches is not None
+            else model(torch.from_numpy(c.x))
+        )
+        view = model(torch.from_numpy(c.view))
+    assert (nte - clean).abs().max() < 1e-4
+    if c.patches is not None:  # the fold-averaged view is not decodable
+        assert (view - clean).abs().max() > 1e-3
+
+
+def test_body_lipschitz_bounds_the_observed_ratio():
+    model = build(ModelConfig("pcnn-p4c8", 0))
+    model.eval()
+    bound = model.body_lipschitz()
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(4, 8, 7, 7, generator=g), torch.randn(4, 8, 7, 7, generator=g)
+    with torch.no_grad():
+        for i in range(4):
+            ratio = (model.body(a[i : i + 1]) - model.body(b[i : i + 1])).norm() / (a[i] - b[i]).norm()
+            assert ratio <= bound * 1.0001
+
+
+def test_spectrum_same_stem_leaks_nothing_and_leak_grows_with_misalignment():
+    a = _stem(seed=0)
+    self_pair = pair("a", a, "a", a)
+    assert self_pair.leak < 1e-20 and self_pair.hw_gap == pytest.approx(0, abs=1e-9)
+    leaks = []
+    for t in (0.05, 0.2, 1.0):
+        b = Stem(misaligned_stem(a.weight, t, 0), 4, 0, a.mean, a.std)
+        result = pair("a", a, "b", b, clean=_images(8), psnr=10.0)
+        assert result.hw_gap <= result.frobenius_gap + 1e-12
+        assert result.leak_spectral <= result.spectral_gap + 1e-12
+        leaks.append(result.leak)
+    assert leaks == sorted(leaks) and leaks[0] > 0
+
+
+def test_monte_carlo_ratio_is_large_for_a_misaligned_other_geometry():
+    a = _stem(seed=0)
+    b = _stem(c_out=16, k=3, s=1, p=1, seed=5)
+    result = pair("a", a, "b", b, clean=_images(8), psnr=10.0)
+    assert not result.same_geometry and result.leak is None
+    assert result.mc_ratio > 0.1
+
+
+def test_jpeg_known_answers():
+    flat = np.full((1, 1, 16, 16), 0.5, np.float32)
+    np.testing.assert_allclose(attacks.jpeg(flat, 50), np.round(0.5 * 255) / 255, atol=1e-6)
+    x = _images(2, side=16)
+    err_hi = np.abs(attacks.jpeg(x, 95) - x).mean()
+    err_lo = np.abs(attacks.jpeg(x, 10) - x).mean()
+    assert err_hi < err_lo
+    with pytest.raises(UsageError):
+        attacks.jpeg(x, 0)
+
+
+def _smooth_images(n, seed):
+    from scipy import ndimage
+
+    raw = np.random.default_rng(seed).random((n, 1, 28, 28))
+    return np.clip(ndimage.gaussian_filter(raw, (0, 0, 2, 2)) * 3 - 1, 0, 1).astype(np.float32)
+
+
+def test_subspace_attacks_recover_structure():
+    stem = _stem()
+    key = extract_key(stem)
+    clean = _smooth_images(64, 2)
+    public = _smooth_images(256, 3)
+    c = encode(clean, key, 10.0, seed=0)
+    subspace = attacks.geig_subspace(c.view, public, 4, 4, key.k)
+    assert attacks.smallest_principal_cosine(subspace, key.basis) > 0.9
+    restored = attacks.wiener(c.view, public, 4, 4)
+
+    def psnr(a):
+        return 10 * np.log10(1 / ((a - clean) ** 2).mean())
+
+    assert psnr(restored) > psnr(c.view) + 3

@@ -1,0 +1,169 @@
+"""Encoding: add key-subspace noise at a target PSNR (training-free, data-agnostic).
+
+Non-overlapping stems give an ordinary image x' = fold(P + alpha Z N^T). Overlapping stems
+give the patch tensor itself ("flat mode", consumed by the authorized model's
+forward_patches) plus a fold-averaged `view` for everyone else. `noise="gaussian"` is the
+control: white noise at the same PSNR, which must hurt the authorized model too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from methodkit.core.errors import DataError, UsageError
+from methodkit.tools.nte import kernels
+from methodkit.tools.nte.key import Key
+from methodkit.tools.nte.stem import fold_average, unfold
+
+NOISES = ("nes", "gaussian")
+
+
+@dataclass
+class Ciphertext:
+    x: np.ndarray | None  # (B, C, H, W) float32 for non-overlapping stems
+    patches: np.ndarray | None  # (B, L, n) float32 for overlapping stems
+    view: np.ndarray  # what an unauthorized model sees (B, C, H, W)
+    alpha: np.ndarray  # noise scale per image
+    psnr: np.ndarray  # achieved PSNR per image on the released representation
+    certificate: np.ndarray  # ||W' (x' - x)||_F per image: the authorized stem's feature change
+
+    def summary(self) -> dict:
+        return {
+            "images": int(self.alpha.size),
+            "mode": "image" if self.patches is None else "patches",
+            "psnr_mean": float(self.psnr.mean()),
+            "psnr_min": float(self.psnr.min()),
+            "certificate_max": float(self.certificate.max()),
+            "certificate_mean": float(self.certificate.mean()),
+        }
+
+
+def check_images(images: np.ndarray, channels: int, name: str = "images") -> np.ndarray:
+    """uint8 (scaled to [0, 1]) or float in [0, 1], shape (B, C, H, W) or (B, H, W) for grey."""
+    x = np.asarray(images)
+    if x.ndim == 3:
+        x = x[:, None]
+    if x.ndim != 4:
+        raise DataError(f"{name}: expected images of shape (N, C, H, W) or (N, H, W), got {x.shape}")
+    if x.shape[1] != channels:
+        raise DataError(f"{name}: images have {x.shape[1]} channel(s), the key's stem expects {channels}")
+    if x.dtype == np.uint8:
+        return (x / 255.0).astype(np.float32)
+    x = x.astype(np.float32)
+    if not np.isfinite(x).all():
+        raise DataError(f"{name}: images contain NaN or infinite values")
+    if x.min() < 0 or x.max() > 1:
+        raise DataError(
+            f"{name}: float images must lie in [0, 1] (got {x.min():.3g}..{x.max():.3g}); pass uint8 or rescale"
+        )
+    return x
+
+
+def draw_noise(seed: int, first_index: int, count: int, patches: int, k: int) -> np.ndarray:
+    """Z (count, L, k) with image i drawn from SeedSequence([seed, first_index + i]): reproducible per image."""
+    out = np.empty((count, patches, k))
+    for i in range(count):
+        out[i] = np.random.default_rng(np.random.SeedSequence([seed, first_index + i])).standard_normal((patches, k))
+    return out
+
+
+def _psnr(change: np.ndarray) -> np.ndarray:
+    mse = (change.reshape(change.shape[0], -1).astype(np.float64) ** 2).mean(axis=1)
+    return 10.0 * np.log10(1.0 / mse)
+
+
+def encode(
+    images: np.ndarray,
+    key: Key,
+    psnr: float,
+    *,
+    seed: int = 0,
+    noise: str = "nes",
+    first_index: int = 0,
+    w_pixel: np.ndarray | None = None,
+) -> Ciphertext:
+    """Encode `images` ([0, 1], (B, C, H, W)) under `key` at `psnr` dB. `w_pixel` (W') gives the certificate."""
+    if not 0 < psnr < 100:
+        raise UsageError(f"--psnr must be in (0, 100) dB, got {psnr}")
+    if noise not in NOISES:
+        raise UsageError(f"--noise must be one of {', '.join(NOISES)}, got {noise!r}")
+    g = key.geometry
+    kernel, stride, padding = g["kernel"], g["stride"], g["padding"]
+    x = check_images(images, g["c_in"])
+    b, c, h, w = x.shape
+    for side in (h, w):
+        span = side + 2 * padding - kernel
+        if span < 0 or span % stride > padding:  # a leftover inside the padding loses no real pixel
+            raise DataError(
+                f"image side {side} with kernel {kernel}, stride {stride}, padding {padding} leaves trailing "
+                "pixels unencodable; crop the images (--crop)"
+            )
+    overlapping = stride < kernel
+    if not overlapping and padding:
+        raise UsageError("non-overlapping stems with padding are not supported: padded pixels cannot carry noise")
+    pad_value = np.asarray(g["mean"], dtype=np.float32)
+    if overlapping:
+        patches = unfold(_pad(x, padding, pad_value), kernel, stride, 0).astype(np.float32)
+    else:
+        patches = None
+    n_patches = ((h + 2 * padding - kernel) // stride + 1) * ((w + 2 * padding - kernel) // stride + 1)
+    rng_noise = draw_noise(seed, first_index, b, n_patches, key.k)
+    if noise == "nes" and not overlapping:
+        cipher, alpha = kernels.encode_nonoverlap(x, key.basis, rng_noise, float(psnr))
+        change_patches = unfold(cipher - x, kernel, stride)
+        released = cipher - x
+        result_x, result_patches, view = cipher, None, cipher
+    elif noise == "nes":
+        cipher, alpha = kernels.encode_patches(patches, key.basis, rng_noise, float(psnr))
+        change_patches = cipher - patches
+        released = change_patches
+        view = _unpad(fold_average(cipher, (b, c, h + 2 * padding, w + 2 * padding), kernel, stride), padding)
+        result_x, result_patches = None, cipher
+    else:  # white-noise control at the same PSNR, on the released representation
+        target = patches if overlapping else x
+        white = np.stack(
+            [
+                np.random.default_rng(np.random.SeedSequence([seed, first_index + i, 1])).standard_normal(
+                    target.shape[1:]
+                )
+                for i in range(b)
+            ]
+        )
+        alpha = np.sqrt(10.0 ** (-psnr / 10.0) / (white.reshape(b, -1) ** 2).mean(axis=1))
+        released = (alpha.reshape(-1, *([1] * (white.ndim - 1))) * white).astype(np.float32)
+        cipher = target + released
+        if overlapping:
+            change_patches = released
+            view = _unpad(fold_average(cipher, (b, c, h + 2 * padding, w + 2 * padding), kernel, stride), padding)
+            result_x, result_patches = None, cipher
+        else:
+            change_patches = unfold(released, kernel, stride)
+            result_x, result_patches, view = cipher, None, cipher
+    certificate = np.zeros(b)
+    if w_pixel is not None:
+        feature_change = np.einsum("bln,cn->blc", change_patches.astype(np.float64), w_pixel)
+        certificate = np.sqrt((feature_change**2).reshape(b, -1).sum(axis=1))
+    return Ciphertext(
+        x=None if result_x is None else result_x.astype(np.float32),
+        patches=None if result_patches is None else result_patches.astype(np.float32),
+        view=np.asarray(view, dtype=np.float32),
+        alpha=np.asarray(alpha),
+        psnr=_psnr(released),
+        certificate=certificate,
+    )
+
+
+def _pad(x: np.ndarray, padding: int, value: np.ndarray) -> np.ndarray:
+    """Pad with the normalisation mean: a pixel equal to the mean is what the model's zero-padding sees."""
+    if not padding:
+        return x
+    out = np.empty((x.shape[0], x.shape[1], x.shape[2] + 2 * padding, x.shape[3] + 2 * padding), dtype=x.dtype)
+    out[:] = value.reshape(1, -1, 1, 1)
+    out[:, :, padding:-padding, padding:-padding] = x
+    return out
+
+
+def _unpad(x: np.ndarray, padding: int) -> np.ndarray:
+    return x[:, :, padding:-padding, padding:-padding] if padding else x
