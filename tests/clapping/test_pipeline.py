@@ -49,7 +49,7 @@ def test_aqsgd_keeps_one_buffer_per_sample():
     assert receiver.seen[ids].all() and not receiver.seen[:5].any()
 
 
-def _cfg(algo, reuse, steps=240, stages=3):
+def _cfg(algo, reuse, steps=400, stages=4):
     return RunConfig(
         task="digits", stages=stages, algo=algo, compressor="topk:0.05", reuse=reuse, steps=steps, lr=0.3, batch=64
     )
@@ -65,22 +65,24 @@ def test_clapping_beats_naive_compression_at_equal_bytes(digits):
     naive = simulate(_cfg("naive", 1), digits)
     fu = simulate(_cfg("clapping-fu", 4), digits)
     fc = simulate(_cfg("clapping-fc", 4), digits)
-    assert fu.val_loss < 0.7 * naive.val_loss
+    # same compressor, same steps: tracking the references beats sending C(a), C(g) as they are
+    assert fu.val_loss < 0.8 * naive.val_loss
     assert fc.val_loss < naive.val_loss
     assert fu.val_metric["accuracy"] > naive.val_metric["accuracy"] + 0.05
+    assert none.val_loss < fu.val_loss  # exact communication stays the upper bound
     # traffic: FC sends only compressed deltas; FU one exact message per round of R = 4
     assert fc.total_bytes <= 0.1 * none.total_bytes
     assert fu.total_bytes <= (1 / 4 + 0.1) * none.total_bytes
     # memory: batch-sized references on both ends of every link, independent of N
     assert fu.buffer_bytes == 2 * fu.clapping_bound_bytes
-    assert fu.aqsgd_equivalent_bytes == len(digits.x_train) * 2 * 128 * 4
+    assert fu.aqsgd_equivalent_bytes == len(digits.x_train) * 3 * 128 * 4
 
 
 def test_same_seed_same_result_and_microbatches(digits):
-    a = simulate(_cfg("clapping-fc", 4, steps=30), digits)
-    b = simulate(_cfg("clapping-fc", 4, steps=30), digits)
+    a = simulate(_cfg("clapping-fc", 4, steps=30, stages=3), digits)
+    b = simulate(_cfg("clapping-fc", 4, steps=30, stages=3), digits)
     assert a.train_loss == b.train_loss and a.comm == b.comm
-    cfg = _cfg("clapping-fc", 4, steps=30)
+    cfg = _cfg("clapping-fc", 4, steps=30, stages=3)
     cfg.microbatches = 2
     split = simulate(cfg, digits)
     assert split.total_bytes == a.total_bytes  # per-row compressors: same bytes with 2 microbatches
@@ -90,8 +92,7 @@ def test_same_seed_same_result_and_microbatches(digits):
 def test_gloo_processes_equal_the_simulator(tmp_path, digits):
     from methodkit.tools.clapping.distributed import run_distributed
 
-    cfg = _cfg("clapping-fu", 4, steps=12, stages=2)
-    sim = simulate(cfg, digits)
+    sim = simulate(_cfg("clapping-fu", 4, steps=12, stages=2), digits)
     real = run_distributed(_cfg("clapping-fu", 4, steps=12, stages=2), digits, tmp_path, timeout_s=120)
     assert real.train_loss == sim.train_loss
     assert real.val_loss == sim.val_loss
