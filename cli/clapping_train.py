@@ -1,0 +1,287 @@
+"""clapping-train: pipeline-parallel training with compressed activations/gradients and lazy sampling."""
+
+from __future__ import annotations
+
+import click
+
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+
+DEMO = [
+    DemoStep(
+        "clapping-train run --task digits --stages 4 --algo clapping-fu --compressor topk:0.05 --reuse 4"
+        " --steps 300 --lr 0.3 --backend sim -o run -q",
+        "digits, 4 stages, top-k 5%",
+        "val_metric.accuracy",
+        "Clapping-FU accuracy",
+    )
+]
+
+
+@tool_group(name="clapping-train")
+def main():
+    """Pipeline-parallel training with compressed activations and gradients (Clapping).
+
+    Clapping (Kong et al., arXiv 2509.19029) removes AQ-SGD's per-sample activation
+    buffers: a minibatch is reused for R consecutive steps (lazy sampling), both
+    ends of every stage boundary track batch-sized references of the activations
+    (m) and back-propagated gradients (h) with compressed deltas (error feedback on
+    both directions), and stages update with momentum. Our reading of the variant
+    names: clapping-fu = first step of a round uncompressed, clapping-fc = fully
+    compressed (references reset to 0 at a round's start, or kept with --fc-init
+    prev). Baselines: none (exact), naive (C(a), C(g)), ef-step (residual carried to
+    the next batch), aqsgd (per-sample buffers, N x d memory).
+
+    `run` trains P stages either as P local processes talking over gloo on
+    loopback (--backend gloo, the default) or in one process with the same worker
+    code (--backend sim); `plan` shows the stage partition and link sizes; `bench`
+    times the compression kernels against torch.
+
+    \b
+    EXAMPLES
+      clapping-train run --task digits --stages 4 --algo clapping-fu --compressor topk:0.05 -o run1
+      methodkit-data get flights | clapping-train run - --task mlp-csv --target arr_delay \\
+          --columns month,day,hour,distance,carrier,origin --categorical carrier,origin \\
+          --algo clapping-fc --compressor quant:2 --reuse 4 -o run2
+      clapping-train run --task charlm --algo naive --compressor topk:0.05 -o run3 >> runs.jsonl
+      clapping-train plan --task digits --stages 4
+      clapping-train bench --compressor topk:0.05 --compressor quant:2
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running (non-finite loss, a rank failed or timed out)
+      2  bad usage or bad input (stages > blocks, k >= d, bits not 1/2/4/8, missing target)
+      130  interrupted
+    """
+
+
+def _data(run: Run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, seed):
+    from methodkit.core import datasets as registry
+    from methodkit.tools.clapping import tasks
+
+    split = [c for c in (categorical or "").split(",") if c]
+    if task == "digits":
+        if input != "-":
+            raise click.UsageError("--task digits reads scikit-learn's digits; INPUT is for mlp-csv and charlm")
+        return tasks.digits_data(seed)
+    if task == "mlp-csv":
+        if input == "-" and dataset:
+            frame = registry.load(dataset)
+        else:
+            frame = run.read_table(input)
+        if not target:
+            raise click.UsageError("--task mlp-csv needs --target COLUMN")
+        if columns:
+            keep = [c for c in columns.split(",") if c]
+            from methodkit.core.io import require_columns
+
+            require_columns(frame, keep + [target], flag="--columns")
+            source = frame.attrs.get("source")
+            frame = frame[keep + [target]]
+            frame.attrs["source"] = source
+        return tasks.table_data(frame, target, split, seed, dropna=dropna)
+    if input == "-" and not dataset:
+        text = tasks.gensim_corpus_text(text_chars)
+    else:
+        text = run.input_bytes(input).data.decode("utf-8", errors="replace")[:text_chars]
+    return tasks.text_data(text, seq, seed)
+
+
+@main.command("run")
+@input_argument()
+@click.option(
+    "--task",
+    type=click.Choice(["digits", "mlp-csv", "charlm"]),
+    default="digits",
+    show_default=True,
+    help="What to train.",
+)
+@click.option("--target", help="mlp-csv: the column to predict.")
+@click.option("--columns", help="mlp-csv: feature columns (default: all but the target).")
+@click.option("--categorical", help="mlp-csv: columns to one-hot encode.")
+@click.option("--dataset", help="mlp-csv: a registered data set instead of INPUT (e.g. flights).")
+@click.option("--dropna/--no-dropna", default=True, show_default=True, help="mlp-csv: drop rows with missing values.")
+@click.option("--seq", type=click.IntRange(min=4), default=64, show_default=True, help="charlm: sequence length.")
+@click.option(
+    "--text-chars", type=click.IntRange(min=1000), default=400_000, show_default=True, help="charlm: characters used."
+)
+@click.option("--stages", type=click.IntRange(min=1), default=4, show_default=True, help="Pipeline stages P.")
+@click.option(
+    "--algo",
+    type=click.Choice(["none", "naive", "ef-step", "aqsgd", "clapping-fu", "clapping-fc"]),
+    default="clapping-fu",
+    show_default=True,
+    help="Communication algorithm.",
+)
+@click.option(
+    "--compressor",
+    default="topk:0.05",
+    show_default=True,
+    help="identity, topk:RHO, randk:RHO[:scaled], quant:BITS[:nearest], topk+quant:RHO:BITS, lowrank:R.",
+)
+@click.option("--grad-compressor", help="Compressor for gradients [default: --compressor].")
+@click.option("--reuse", type=int, default=4, show_default=True, help="R: steps per drawn minibatch (lazy sampling).")
+@click.option("--steps", type=int, default=400, show_default=True, help="Optimizer steps.")
+@click.option("--batch", type=int, default=64, show_default=True, help="Minibatch size B.")
+@click.option("--microbatches", type=click.IntRange(min=1), default=1, show_default=True, help="GPipe microbatches M.")
+@click.option("--lr", type=float, default=0.1, show_default=True, help="Learning rate.")
+@click.option("--beta", type=float, default=0.9, show_default=True, help="Momentum (0 = plain SGD).")
+@click.option("--nesterov", is_flag=True, help="Nesterov momentum.")
+@click.option(
+    "--aqsgd-warm",
+    type=click.Choice(["full", "compressed"]),
+    default="full",
+    show_default=True,
+    help="aqsgd: first visit of a sample.",
+)
+@click.option(
+    "--fc-init",
+    type=click.Choice(["zero", "prev"]),
+    default="zero",
+    show_default=True,
+    help="clapping-fc: references at a round's start.",
+)
+@click.option(
+    "--width", type=click.IntRange(min=4), default=128, show_default=True, help="Hidden width / model dimension."
+)
+@click.option("--blocks", type=click.IntRange(min=2), default=4, show_default=True, help="Model blocks (>= stages).")
+@click.option(
+    "--backend",
+    type=click.Choice(["gloo", "sim"]),
+    default="gloo",
+    show_default=True,
+    help="P processes over gloo, or one process.",
+)
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=5),
+    default=300,
+    show_default=True,
+    help="gloo: seconds before a silent rank fails the run.",
+)
+@click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (sender sleeps).")
+@click.option("--latency-ms", type=float, default=0.0, show_default=True, help="gloo: emulated latency per message.")
+@common_options("output", "seed", "force", "meta", "quiet", "verbose")
+def run_cmd(
+    input,
+    task,
+    target,
+    columns,
+    categorical,
+    dataset,
+    dropna,
+    seq,
+    text_chars,
+    backend,
+    timeout,
+    bandwidth_mbps,
+    latency_ms,
+    **options,
+):
+    """Train a pipeline; writes log.csv, comm.csv, run.json (and stage weights) to -o DIR, final JSON on stdout."""
+    from pathlib import Path
+
+    import pandas as pd
+    import torch
+
+    from methodkit.core import io
+    from methodkit.tools.clapping.pipeline import RunConfig, simulate
+
+    run = Run.from_context()
+    folder = run.output
+    if folder == "-":
+        raise click.UsageError("pass the run folder with -o DIR")
+    if Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
+        raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite")
+    fields = RunConfig.__dataclass_fields__
+    cfg = RunConfig(task=task, **{k: v for k, v in options.items() if k in fields and k != "seed"}, seed=run.seed)
+    data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
+    torch.set_num_threads(1)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    with run.progress() as progress:
+        if backend == "sim":
+            result = simulate(cfg, data, progress)
+        else:
+            from methodkit.tools.clapping.distributed import run_distributed
+
+            result = run_distributed(
+                cfg, data, folder, timeout_s=timeout, bandwidth_mbps=bandwidth_mbps, latency_ms=latency_ms
+            )
+    io.write_table(pd.DataFrame(result.log), Path(folder) / "log.csv", force=True)
+    io.write_table(pd.DataFrame(result.comm), Path(folder) / "comm.csv", force=True)
+    summary = {**result.to_dict(), "backend": backend, "data": data.meta}
+    io.write_json(summary, Path(folder) / "run.json", force=True, indent=1)
+    run.emit_result(summary, output="-")
+
+
+@main.command("plan")
+@click.option(
+    "--task",
+    type=click.Choice(["digits", "mlp-csv", "charlm"]),
+    default="digits",
+    show_default=True,
+    help="Model family.",
+)
+@click.option("--stages", type=click.IntRange(min=1), default=4, show_default=True, help="Pipeline stages P.")
+@click.option("--width", type=click.IntRange(min=4), default=128, show_default=True, help="Hidden width.")
+@click.option("--blocks", type=click.IntRange(min=2), default=4, show_default=True, help="Model blocks.")
+@click.option("--features", type=click.IntRange(min=1), default=64, show_default=True, help="mlp-csv: input features.")
+@click.option("--seq", type=click.IntRange(min=4), default=64, show_default=True, help="charlm: sequence length.")
+@click.option("--batch", type=int, default=64, show_default=True, help="Minibatch size (for buffer sizes).")
+@click.option("--compressor", default="topk:0.05", show_default=True, help="Compressor whose message size is shown.")
+@common_options("output", "format", "force", "quiet", "verbose")
+def plan_cmd(task, stages, width, blocks, features, seq, batch, compressor, **_):
+    """Show the stage partition: parameters per stage and bytes per link message (exact and compressed)."""
+    import numpy as np
+    import pandas as pd
+
+    from methodkit.core import compress
+    from methodkit.tools.clapping import tasks
+    from methodkit.tools.clapping.pipeline import stage_widths
+
+    run = Run.from_context()
+    if task == "charlm":
+        data = tasks.Dataset(
+            np.zeros((2, seq), np.int64), np.zeros((2, seq), np.int64), None, None, "lm", {"vocab": 96, "seq": seq}
+        )
+    else:
+        classes = 10 if task == "digits" else 1
+        n_in = 64 if task == "digits" else features
+        data = tasks.Dataset(
+            np.zeros((2, n_in), np.float32), np.zeros(2), None, None, "classification", {"classes": classes}
+        )
+    modules = tasks.build_stages(task, data, stages, width=width, n_blocks=blocks, seed=0)
+    widths = stage_widths(modules, data) + [0]
+    rows = []
+    for p, module in enumerate(modules):
+        row = {"stage": p, "params": sum(t.numel() for t in module.parameters()), "out_width": widths[p] or ""}
+        if widths[p]:
+            c = compress.parse(compressor, widths[p])
+            message = c.encode(np.random.default_rng(0).standard_normal((batch, widths[p])).astype(np.float32))
+            row.update({"exact_bytes": batch * widths[p] * 4, "compressed_bytes": c.nbytes(message),
+                        "clapping_buffer_bytes": 2 * batch * widths[p] * 4})  # fmt: skip
+        rows.append(row)
+    run.emit_table(pd.DataFrame(rows))
+
+
+@main.command("bench")
+@click.option(
+    "--compressor",
+    "compressors",
+    multiple=True,
+    default=["topk:0.05", "quant:2"],
+    show_default=True,
+    help="Compressors to time.",
+)
+@click.option("--rows", type=click.IntRange(min=1), default=64, show_default=True, help="Rows of the tensor.")
+@click.option("--cols", type=click.IntRange(min=2), default=4096, show_default=True, help="Columns of the tensor.")
+@click.option("--repeat", type=click.IntRange(min=1), default=20, show_default=True, help="Timed repetitions.")
+@common_options("output", "format", "force", "quiet", "verbose")
+def bench_cmd(compressors, rows, cols, repeat, **_):
+    """Time the fused delta-compress-update kernels against the same sequence in torch (ratio = torch / ours)."""
+    import pandas as pd
+
+    from methodkit.tools.clapping.kernel_bench import bench
+
+    run = Run.from_context()
+    run.emit_table(pd.DataFrame([bench(spec, rows, cols, repeat) for spec in compressors]))

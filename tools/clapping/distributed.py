@@ -1,0 +1,173 @@
+"""The real pipeline: P local processes (torch.multiprocessing), gloo point-to-point on loopback.
+
+Each rank runs the same StageWorker as the simulator, with a transport that sends a payload as
+three blocking messages (header length, JSON header with dtypes/shapes, one byte buffer), so any
+compressor's payload crosses without agreeing shapes in advance. A start-up handshake compares a
+hash of the run configuration on every rank; any rank failure stops all ranks and names it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import socket
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from methodkit.core.errors import RunFailure, UsageError
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GlooTransport:
+    def __init__(self, bandwidth_mbps: float | None = None, latency_ms: float = 0.0):
+        self.bandwidth_mbps, self.latency_ms = bandwidth_mbps, latency_ms
+
+    def send(self, payload: dict, src: int, dst: int, tag: str) -> None:
+        import torch
+        import torch.distributed as dist
+
+        keys = sorted(payload)
+        arrays = [np.ascontiguousarray(payload[k]) for k in keys]
+        header = json.dumps([[k, a.dtype.str, list(a.shape)] for k, a in zip(keys, arrays)]).encode()
+        body = b"".join(a.tobytes() for a in arrays)
+        dist.send(torch.tensor([len(header), len(body)], dtype=torch.int64), dst)
+        dist.send(torch.frombuffer(bytearray(header), dtype=torch.uint8), dst)
+        if body:
+            dist.send(torch.frombuffer(bytearray(body), dtype=torch.uint8), dst)
+        if self.bandwidth_mbps:  # emulate a slow link on the sender after the real transfer
+            time.sleep(len(body) * 8 / (self.bandwidth_mbps * 1e6) + self.latency_ms / 1000)
+
+    def recv(self, src: int, dst: int, tag: str) -> dict:
+        import torch
+        import torch.distributed as dist
+
+        sizes = torch.empty(2, dtype=torch.int64)
+        dist.recv(sizes, src)
+        header = torch.empty(int(sizes[0]), dtype=torch.uint8)
+        dist.recv(header, src)
+        body = torch.empty(int(sizes[1]), dtype=torch.uint8)
+        if int(sizes[1]):
+            dist.recv(body, src)
+        raw = body.numpy().tobytes()
+        out, offset = {}, 0
+        for key, dtype, shape in json.loads(header.numpy().tobytes()):
+            dt = np.dtype(dtype)
+            count = int(np.prod(shape)) if shape else 1
+            out[key] = np.frombuffer(raw, dtype=dt, count=count, offset=offset).reshape(shape).copy()
+            offset += count * dt.itemsize
+        return out
+
+
+def config_hash(cfg) -> str:
+    return hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, queue):
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from methodkit.core import checkpoint
+        from methodkit.tools.clapping import tasks
+        from methodkit.tools.clapping.pipeline import StageWorker, stage_widths
+
+        torch.set_num_threads(1)
+        os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=cfg.stages,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )  # fmt: skip
+        # Handshake: every rank must run the same configuration.
+        mine = torch.frombuffer(bytearray(config_hash(cfg).encode()), dtype=torch.uint8)
+        hashes = [torch.empty_like(mine) for _ in range(cfg.stages)]
+        dist.all_gather(hashes, mine)
+        if any(not torch.equal(h, mine) for h in hashes):
+            raise RuntimeError("configuration hash differs between ranks")
+        modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
+        widths = stage_widths(modules, data)
+        worker = StageWorker(rank, modules[rank], cfg, data, widths, GlooTransport(bandwidth, latency))
+        losses = [worker.step(t) for t in range(cfg.steps)]
+        checkpoint.save(
+            Path(out_dir) / f"stage{rank}.safetensors", modules[rank].state_dict(),
+            config=cfg.to_dict(), spec={"task": cfg.task, "stage": rank, "stages": cfg.stages},
+        )  # fmt: skip
+        dist.barrier()
+        dist.destroy_process_group()
+        queue.put(("ok", rank, {"losses": losses, "comm": worker.comm, "buffers": worker.buffer_bytes()}))
+    except BaseException as exc:  # report, then let the parent stop the others
+        queue.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        raise SystemExit(1) from None
+
+
+def run_distributed(
+    cfg, data, out_dir, *, timeout_s: int = 300, bandwidth_mbps=None, latency_ms: float = 0.0, progress=None
+):
+    """Spawn cfg.stages processes, train, gather logs and the stages' weights; evaluate exactly."""
+    import torch
+    import torch.multiprocessing as mp
+
+    from methodkit.core import checkpoint
+    from methodkit.tools.clapping import tasks
+    from methodkit.tools.clapping.pipeline import stage_widths, summarize
+
+    cfg.validate(len(data.x_train))
+    if cfg.stages < 2:
+        raise UsageError("--backend gloo needs --stages >= 2 (use --backend sim for one stage)")
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    port = free_port()
+    procs = [
+        ctx.Process(
+            target=_rank_main, args=(r, cfg, data, port, str(folder), timeout_s, bandwidth_mbps, latency_ms, queue)
+        )
+        for r in range(cfg.stages)
+    ]
+    for proc in procs:
+        proc.start()
+    results, failure = {}, None
+    while len(results) < cfg.stages and failure is None:
+        if not queue.empty():
+            message = queue.get()
+            if message[0] == "ok":
+                results[message[1]] = message[2]
+            else:
+                failure = message
+        elif any(p.exitcode not in (None, 0) for p in procs) and queue.empty():
+            dead = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
+            time.sleep(0.5)
+            if queue.empty():
+                failure = ("error", dead, f"rank {dead} exited with status {procs[dead].exitcode}", "")
+        else:
+            time.sleep(0.05)
+    if failure is not None:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(10)
+        raise RunFailure(f"rank {failure[1]} failed: {failure[2]}; all ranks stopped")
+    for proc in procs:
+        proc.join()
+    modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
+    for rank, module in enumerate(modules):
+        tensors, _ = checkpoint.load(folder / f"stage{rank}.safetensors")
+        module.load_state_dict(tensors)
+    widths = stage_widths(modules, data)
+    losses = results[cfg.stages - 1]["losses"]
+    comm = [tuple(c) for r in range(cfg.stages) for c in results[r]["comm"]]
+    buffers = sum(results[r]["buffers"] for r in range(cfg.stages))
+    del torch
+    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start)

@@ -1,0 +1,297 @@
+"""The pipeline: one StageWorker per stage, GPipe schedule, lazy sampling, momentum updates.
+
+Each optimizer step t belongs to round r = t // R and is step s = t % R of that round; the round's
+minibatch is drawn once (seeded) and reused for the R steps (lazy sampling). A step runs all
+microbatch forwards, then all backwards in reverse (GPipe), then a momentum update per stage.
+Workers talk through a Transport: in-process queues (simulate) or gloo send/recv (distributed);
+the worker code is the same, so both give the same numbers.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from methodkit.core.errors import RunFailure, UsageError
+from methodkit.core.train import batch_indices
+from methodkit.tools.clapping import tasks
+from methodkit.tools.clapping.links import ALGOS, LinkEnd, payload_bytes
+
+
+@dataclass
+class RunConfig:
+    task: str = "digits"
+    stages: int = 4
+    algo: str = "clapping-fu"
+    compressor: str = "topk:0.05"
+    grad_compressor: str | None = None  # default: same as compressor
+    reuse: int = 4
+    steps: int = 400
+    batch: int = 64
+    microbatches: int = 1
+    lr: float = 0.05
+    beta: float = 0.9
+    nesterov: bool = False
+    seed: int = 0
+    aqsgd_warm: str = "full"
+    fc_init: str = "zero"
+    width: int = 128
+    blocks: int = 4
+    log_every: int = 20
+
+    def validate(self, n_train: int) -> None:
+        if self.algo not in ALGOS:
+            raise UsageError(f"--algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if self.reuse < 1:
+            raise UsageError(f"--reuse must be at least 1, got {self.reuse}")
+        if self.steps < 1:
+            raise UsageError(f"--steps must be at least 1, got {self.steps}")
+        if self.batch % self.microbatches:
+            raise UsageError(f"--batch {self.batch} is not divisible by --microbatches {self.microbatches}")
+        if self.batch > n_train:
+            raise UsageError(f"--batch {self.batch} is larger than the {n_train} training rows")
+        if not 0 <= self.beta < 1:
+            raise UsageError(f"--beta must be in [0, 1), got {self.beta}")
+        if self.aqsgd_warm not in ("full", "compressed") or self.fc_init not in ("zero", "prev"):
+            raise UsageError("--aqsgd-warm is full|compressed and --fc-init is zero|prev")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class LocalTransport:
+    """In-process message queues keyed by (src, dst, tag); the schedule guarantees a message is ready."""
+
+    def __init__(self):
+        self.queues = collections.defaultdict(collections.deque)
+
+    def send(self, payload: dict, src: int, dst: int, tag: str) -> None:
+        self.queues[(src, dst, tag)].append({k: v.copy() for k, v in payload.items()})
+
+    def recv(self, src: int, dst: int, tag: str) -> dict:
+        return self.queues[(src, dst, tag)].popleft()
+
+
+def make_links(cfg: RunConfig, widths: list[int], n_train: int, index: int) -> list[LinkEnd]:
+    """One LinkEnd per microbatch for link `index`; AQ-SGD's per-sample buffers are shared among them."""
+    ends = [
+        LinkEnd(
+            cfg.algo,
+            cfg.compressor,
+            widths[index],
+            index=index * cfg.microbatches + j,
+            seed=cfg.seed,
+            n_samples=n_train if j == 0 else 0,
+            aqsgd_warm=cfg.aqsgd_warm,
+            fc_init=cfg.fc_init,
+            grad_spec=cfg.grad_compressor,
+        )  # fmt: skip
+        for j in range(cfg.microbatches)
+    ]
+    if cfg.algo == "aqsgd":
+        for end in ends[1:]:
+            end.memory, end.seen = ends[0].memory, ends[0].seen
+    return ends
+
+
+def stage_widths(modules: list[torch.nn.Module], data: tasks.Dataset) -> list[int]:
+    """Width of each stage's output rows (what crosses link p), measured on one sample."""
+    x = torch.from_numpy(data.x_train[:1])
+    widths = []
+    with torch.no_grad():
+        for module in modules[:-1]:
+            x = module(x)
+            widths.append(int(x.reshape(1, -1).shape[1]))
+    return widths
+
+
+class StageWorker:
+    def __init__(
+        self, rank: int, module: torch.nn.Module, cfg: RunConfig, data: tasks.Dataset, widths: list[int], transport
+    ):
+        self.rank, self.module, self.cfg, self.data, self.transport = rank, module, cfg, data, transport
+        self.last = rank == cfg.stages - 1
+        n = len(data.x_train)
+        self.lower = make_links(cfg, widths, n, rank) if not self.last else None  # link rank (to rank+1)
+        self.upper = make_links(cfg, widths, n, rank - 1) if rank > 0 else None  # link rank-1 (from rank-1)
+        dampening = 0.0 if cfg.nesterov else cfg.beta
+        self.optimizer = torch.optim.SGD(
+            module.parameters(),
+            lr=cfg.lr,
+            momentum=cfg.beta,
+            dampening=dampening,
+            nesterov=cfg.nesterov and cfg.beta > 0,
+        )
+        self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes)
+        self.deltas: list[tuple] = []  # (step, link, direction, contraction)
+
+    def _send(self, payload: dict, dst: int, tag: str, step: int, link: int, exact_bytes: int) -> None:
+        self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes))
+        self.transport.send(payload, self.rank, dst, tag)
+
+    def step(self, t: int) -> float | None:
+        """One optimizer step of this stage (the distributed runner calls this on each rank)."""
+        state = self.forward(t)
+        self.backward(state)
+        return self.update(state)
+
+    def forward(self, t: int) -> dict:
+        """All microbatch forwards of step t: receive from the stage above, compute, send below."""
+        cfg = self.cfg
+        r, s = divmod(t, cfg.reuse)
+        ids = batch_indices(len(self.data.x_train), cfg.batch, cfg.seed, r)
+        chunks = np.array_split(ids, cfg.microbatches)
+        self.optimizer.zero_grad(set_to_none=True)
+        saved, total_loss = [], 0.0
+        for j, mb in enumerate(chunks):
+            if self.rank == 0:
+                x = torch.from_numpy(self.data.x_train[mb])
+            else:
+                payload = self.transport.recv(self.rank - 1, self.rank, "fwd")
+                x = torch.from_numpy(self.upper[j].receive_activation(payload, s, mb)).requires_grad_(True)
+            out = self.module(x)
+            if self.last:
+                loss, _ = tasks.loss_and_metric(self.data.kind, out, torch.from_numpy(self.data.y_train[mb]))
+                total_loss += float(loss.detach()) / cfg.microbatches
+                saved.append((x, loss / cfg.microbatches))
+            else:
+                flat = out.detach().reshape(out.shape[0], -1).numpy()
+                payload = self.lower[j].send_activation(flat, s, mb)
+                self._send(payload, self.rank + 1, "fwd", t, self.rank, flat.size * 4)
+                saved.append((x, out))
+        return {"t": t, "s": s, "saved": saved, "loss": total_loss}
+
+    def backward(self, state: dict) -> None:
+        """All microbatch backwards, in reverse: receive the gradient message, back-propagate, send above."""
+        t, s = state["t"], state["s"]
+        for j in reversed(range(len(state["saved"]))):
+            x, out = state["saved"][j]
+            if self.last:
+                out.backward()
+            else:
+                payload = self.transport.recv(self.rank + 1, self.rank, "bwd")
+                out.backward(torch.from_numpy(self.lower[j].receive_gradient(payload, s)).reshape(out.shape))
+            if self.rank > 0:
+                g = x.grad.reshape(x.shape[0], -1).numpy()
+                self._send(self.upper[j].send_gradient(g, s), self.rank - 1, "bwd", t, self.rank - 1, g.size * 4)
+
+    def update(self, state: dict) -> float | None:
+        """Momentum step on this stage's parameters; the last stage returns the step's training loss."""
+        if self.last and not np.isfinite(state["loss"]):
+            raise RunFailure(
+                f"non-finite loss at step {state['t'] + 1} ({self.cfg.algo}, {self.cfg.compressor}); lower --lr"
+            )
+        self.optimizer.step()
+        return state["loss"] if self.last else None
+
+    def buffer_bytes(self) -> int:
+        ends = (self.lower or []) + (self.upper or [])
+        seen = set()
+        total = 0
+        for end in ends:
+            if end.memory is not None and id(end.memory) in seen:
+                total += end.buffer_bytes() - end.memory.nbytes
+                continue
+            if end.memory is not None:
+                seen.add(id(end.memory))
+            total += end.buffer_bytes()
+        return total
+
+
+@dataclass
+class RunResult:
+    config: dict
+    train_loss: float
+    val_loss: float
+    val_metric: dict
+    total_bytes: int
+    exact_bytes: int
+    compression_ratio: float
+    buffer_bytes: int  # both ends of every link (what Clapping/AQ-SGD keep in memory)
+    aqsgd_equivalent_bytes: int  # N * sum(d_p) * 4: AQ-SGD's per-sample buffers for the same model
+    clapping_bound_bytes: int  # 2 * B * sum(d_p) * 4 per side
+    seconds: float
+    log: list
+    comm: list
+
+    def to_dict(self, with_logs: bool = False) -> dict:
+        out = asdict(self)
+        if not with_logs:
+            out.pop("log")
+            out.pop("comm")
+        return out
+
+
+def evaluate(modules: list[torch.nn.Module], data: tasks.Dataset, batch: int = 512) -> tuple[float, dict]:
+    """Exact (uncompressed) validation loss and metric of the composed stages."""
+    losses, correct, count = [], 0, 0
+    with torch.no_grad():
+        for start in range(0, len(data.x_val), batch):
+            x = torch.from_numpy(data.x_val[start : start + batch])
+            y = torch.from_numpy(data.y_val[start : start + batch])
+            for module in modules:
+                x = module(x)
+            loss, metric = tasks.loss_and_metric(data.kind, x, y)
+            losses.append(float(loss) * len(y))
+            if "accuracy" in metric:
+                correct += metric["accuracy"] * len(y)
+            count += len(y)
+    val = sum(losses) / count
+    metric = {}
+    if data.kind == "classification":
+        metric["accuracy"] = correct / count
+    elif data.kind == "regression":
+        metric["rmse"] = float(np.sqrt(val) * data.meta["y_std"])
+    else:
+        metric["bits_per_char"] = val / np.log(2)
+    return val, metric
+
+
+def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds) -> RunResult:
+    val_loss, metric = evaluate(modules, data)
+    total = sum(c[3] for c in comm)
+    exact = sum(c[4] for c in comm)
+    tail = [loss for loss in losses if loss is not None][-max(cfg.reuse * 5, 10) :]
+    log = [
+        {"step": i + 1, "loss": value} for i, value in enumerate(losses) if (i + 1) % cfg.log_every == 0 or i + 1 == len(losses)
+    ]
+    return RunResult(
+        config=cfg.to_dict(),
+        train_loss=float(np.mean(tail)),
+        val_loss=val_loss,
+        val_metric=metric,
+        total_bytes=int(total),
+        exact_bytes=int(exact),
+        compression_ratio=float(exact / total) if total else 1.0,
+        buffer_bytes=int(buffers),
+        aqsgd_equivalent_bytes=int(len(data.x_train) * sum(widths) * 4),
+        clapping_bound_bytes=int(2 * cfg.batch * sum(widths) * 4),
+        seconds=seconds,
+        log=log,
+        comm=[{"step": c[0] + 1, "link": c[1], "direction": c[2], "bytes": c[3], "exact_bytes": c[4]} for c in comm],
+    )
+
+
+def simulate(cfg: RunConfig, data: tasks.Dataset, progress=lambda phase, done, total: None) -> RunResult:
+    """All stages in one process, talking through in-memory queues (same worker code as gloo)."""
+    cfg.validate(len(data.x_train))
+    start = time.monotonic()
+    modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
+    widths = stage_widths(modules, data)
+    transport = LocalTransport()
+    workers = [StageWorker(p, modules[p], cfg, data, widths, transport) for p in range(cfg.stages)]
+    losses = []
+    progress("train", 0, cfg.steps)
+    for t in range(cfg.steps):
+        states = [worker.forward(t) for worker in workers]  # messages flow down
+        for worker, state in zip(reversed(workers), reversed(states)):  # and back up
+            worker.backward(state)
+        losses.append([worker.update(state) for worker, state in zip(workers, states)][-1])
+        progress("train", t + 1, cfg.steps)
+    comm = [c for w in workers for c in w.comm]
+    buffers = sum(w.buffer_bytes() for w in workers)
+    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start)
