@@ -250,6 +250,15 @@ def _edge_warning(cohort, table, grid, fopts) -> str | None:
     return None
 
 
+def _read_params(run: Run, path: str | None):
+    """The --params table; checked after INPUT so that a missing input is reported first."""
+    from methodkit.core.errors import UsageError
+
+    if not path:
+        raise UsageError("--params is required: pass the table written by 'cbf-fit fit'")
+    return run.read_table(path)
+
+
 def _params_model(table, name: str) -> str:
     from methodkit.core.errors import DataError
 
@@ -261,7 +270,9 @@ def _params_model(table, name: str) -> str:
 @main.command("signals")
 @input_argument()
 @data_options
-@click.option("--params", "params_path", required=True, metavar="CSV", help="Params table written by 'cbf-fit fit'.")
+@click.option(
+    "--params", "params_path", default=None, metavar="CSV", help="Params table written by 'cbf-fit fit' (required)."
+)
 @click.option(
     "--runs",
     type=click.IntRange(min=1),
@@ -279,7 +290,7 @@ def signals(input, importer, clip, params_path, runs, **params):
     run.threads()
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
-    table = run.read_table(params_path)
+    table = _read_params(run, params_path)
     model = _params_model(table, params_path)
     values = sigmod.params_values(table, model, cohort.subjects, params_path)
     sig = sigmod.model_signals(
@@ -294,9 +305,9 @@ def signals(input, importer, clip, params_path, runs, **params):
 @click.option(
     "--params",
     "params_path",
-    required=True,
+    default=None,
     metavar="CSV",
-    help="Params table written by 'cbf-fit fit' (gives the phenotype index).",
+    help="Params table written by 'cbf-fit fit' (required; gives the phenotype index).",
 )
 @click.option(
     "--signals",
@@ -332,7 +343,7 @@ def analyze(input, importer, clip, params_path, signals_path, compare_path, out_
     run = Run.from_context()
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
-    table = run.read_table(params_path)
+    table = _read_params(run, params_path)
     model = _params_model(table, params_path)
     if signals_path:
         frame = run.read_table(signals_path)
