@@ -1,0 +1,105 @@
+"""The long table and the .mat importer: layouts, and every bad input named precisely."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from methodkit.core.errors import DataError
+from methodkit.tools.cbf import data
+
+
+def small_frame():
+    task = data.simulate_task(seed=0, trials=5)
+    frame = data.task_frame(task)
+    frame["response"] = 50.0
+    frame["rt_ms"] = 4000.0
+    frame.attrs["source"] = "x.csv"
+    frame.attrs["format"] = "csv"
+    return frame
+
+
+def test_task_has_the_design():
+    task = data.simulate_task(seed=4, trials=2000)
+    assert np.allclose(np.var(np.diff(task.latent, axis=0), axis=0) / task.vol, 1.0, atol=0.1)
+    assert np.allclose(np.var(task.outcome - task.latent, axis=0) / task.sto, 1.0, atol=0.1)
+    assert np.all(task.latent[0] == 60.0)
+
+
+def test_round_trip_through_the_long_table():
+    frame = small_frame()
+    cohort = data.from_frame(frame)
+    assert cohort.outcome.shape == (1, 4, 5)
+    back = cohort.to_frame()
+    assert np.allclose(back["outcome"], frame["outcome"])
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda f: f.drop(columns=["outcome"]), "column 'outcome' not found"),
+        (
+            lambda f: f.assign(response=f["response"].where(f.index != 3, 95.0)),
+            "line 5: response 95 is outside the response range [10, 90]",
+        ),
+        (lambda f: pd.concat([f, f.iloc[[2]]]), "duplicated (subject, block, trial) = (task, 1, 3)"),
+        (lambda f: f[~((f["block"] == 2) & (f["trial"] > 2))], "subject task, block 2: 2 trials, at least 3 needed"),
+        (lambda f: f[~((f["block"] == 3) & (f["trial"] == 2))], "subject task, block 3: trial 2 is missing"),
+        (lambda f: f.assign(outcome=f["outcome"].where(f.index != 0, np.nan)), "line 2: column 'outcome' is empty/NaN"),
+    ],
+)
+def test_bad_tables_are_named(edit, message):
+    frame = edit(small_frame()).reset_index(drop=True)
+    frame.attrs.update({"source": "x.csv", "format": "csv"})
+    with pytest.raises(DataError) as err:
+        data.from_frame(frame)
+    assert message in err.value.message
+
+
+def test_missing_responses_are_masked_and_counted():
+    frame = small_frame()
+    frame.loc[4, "response"] = np.nan
+    cohort = data.from_frame(frame)
+    assert cohort.counts["missing_responses"] == 1
+    assert cohort.response_mask().sum() == 19
+
+
+def mat_bytes(drop=None, people=3):
+    import scipy.io as sio
+
+    rng = np.random.default_rng(0)
+    bag = 60 + rng.normal(0, 5, (50, 4))
+    meta = {"true_vol": np.array([4, 49, 4, 49]), "true_sto": np.array([16, 16, 64, 64]), "bird": bag - 1, "bag": bag}
+    if drop in meta:
+        del meta[drop]
+    dtype = [("bucket", "O"), ("randomization_order", "O"), ("response_time", "O")]
+    people_arr = np.zeros((1, people), dtype=dtype)
+    for i in range(people):
+        people_arr[0, i]["bucket"] = np.full((50, 4), 40 + 2 * i, dtype=np.uint8)
+        people_arr[0, i]["randomization_order"] = np.roll(np.arange(4, dtype=np.uint8), i)
+        people_arr[0, i]["response_time"] = np.full((50, 4), 4000 + i)
+    buffer = io.BytesIO()
+    sio.savemat(buffer, {"data": people_arr, "meta_data": meta})
+    return buffer.getvalue()
+
+
+def test_import_stovol_mat_puts_conditions_in_block_order():
+    cohort = data.import_stovol_mat(mat_bytes(), "data.mat")
+    assert cohort.outcome.shape == (3, 4, 50)
+    # subject 2 saw the conditions in the order roll(0..3, 1) = 3, 0, 1, 2
+    assert list(cohort.true_vol[1]) == [49, 4, 49, 4]
+    assert list(cohort.true_sto[1]) == [64, 16, 16, 64]
+    assert cohort.response[2, 0, 0] == 44
+
+
+@pytest.mark.parametrize("field", ["bag", "true_sto"])
+def test_import_names_a_missing_field(field):
+    with pytest.raises(DataError, match=f"meta_data has no field '{field}'"):
+        data.import_stovol_mat(mat_bytes(drop=field), "data.mat")
+
+
+def test_import_refuses_a_file_that_is_not_mat():
+    with pytest.raises(DataError, match="not a MATLAB .mat file"):
+        data.import_stovol_mat(b"subject,block\n1,2\n", "data.mat")

@@ -1,0 +1,485 @@
+"""Per-subject fitting: gradient models (cbf, kf) by batched torch L-BFGS, particle filters derivative-free.
+
+Gradient models: every subject x restart is one row of a batch whose losses are summed (the problem
+is block-diagonal, so the summed gradient is each row's own gradient). After L-BFGS (strong Wolfe)
+a few damped Newton steps on the per-row Hessian polish each row; that Hessian (central differences
+of the autograd gradient) also gives the Laplace log evidence.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from methodkit.core.errors import RunFailure, UsageError
+from methodkit.core.progress import silent
+from methodkit.tools.cbf import grid as gridmod
+from methodkit.tools.cbf import models
+from methodkit.tools.cbf.data import Cohort
+from methodkit.tools.cbf.forward import FilterOptions, ResponseModel, filter_predictions, response_loglik
+from methodkit.tools.cbf.optim import minimize_rows
+
+OBJECTIVES = ("responses", "outcomes", "joint")
+GRAD_TOL = 1e-2  # a row counts as converged when its gradient norm is below this
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    model: str = "cbf"
+    grid: gridmod.GridSpec = field(default_factory=gridmod.GridSpec)
+    filter: FilterOptions = field(default_factory=FilterOptions)
+    response: ResponseModel = field(default_factory=ResponseModel)
+    objective: str = "responses"
+    restarts: int = 5
+    max_iter: int = 200
+    newton_steps: int = 2
+    optimizer_grad: str = "lbfgs-rows"  # per-row batched L-BFGS; "torch-lbfgs" = one L-BFGS on the summed loss
+    chunk: int = 32
+    # particle filters
+    particles: int = 1000
+    runs: int = 4
+    evaluations: int = 60
+    optimizer: str = "nelder-mead"
+
+
+def grid_nodes_torch(theta, spec: gridmod.GridSpec):
+    """(v nodes [N,K], s nodes [N,K], clamped [N] bool) from CBF theta [N,5]; Beta shapes clamped to a safe range."""
+    import torch
+
+    mu_v, kappa_v = torch.sigmoid(theta[:, 0]), torch.exp(theta[:, 1])
+    mu_s, kappa_s = torch.sigmoid(theta[:, 2]), torch.exp(theta[:, 3])
+    out, clamped = [], torch.zeros(theta.shape[0], dtype=torch.bool)
+    for mu, kappa, (low, high) in ((mu_v, kappa_v, spec.v_range), (mu_s, kappa_s, spec.s_range)):
+        a, b = mu * kappa, (1 - mu) * kappa
+        for x in (a, b):
+            clamped |= (x < gridmod.SHAPE_MIN) | (x > gridmod.SHAPE_MAX)
+        a = a.clamp(gridmod.SHAPE_MIN, gridmod.SHAPE_MAX)
+        b = b.clamp(gridmod.SHAPE_MIN, gridmod.SHAPE_MAX)
+        u = gridmod.beta_quantile_torch(a, b, spec.k)
+        out.append(gridmod.to_range(u, low, high))
+    return out[0], out[1], clamped
+
+
+def model_nodes(model: str, theta, spec: gridmod.GridSpec):
+    import torch
+
+    if model == "cbf":
+        return grid_nodes_torch(theta, spec)
+    return torch.exp(theta[:, 0:1]), torch.exp(theta[:, 1:2]), torch.zeros(theta.shape[0], dtype=torch.bool)
+
+
+@dataclass
+class Batch:
+    """Torch tensors of a chunk of subjects, repeated once per restart row."""
+
+    outcome: object
+    valid: object
+    response: object
+    rmask: object
+
+
+def _batch(cohort: Cohort, index: np.ndarray, repeat: int) -> Batch:
+    import torch
+
+    rows = np.repeat(index, repeat)
+    resp = np.nan_to_num(cohort.response[rows], nan=0.0)
+    return Batch(
+        torch.from_numpy(np.ascontiguousarray(cohort.outcome[rows])),
+        torch.from_numpy(cohort.valid[rows]),
+        torch.from_numpy(np.ascontiguousarray(resp)),
+        torch.from_numpy(cohort.response_mask()[rows]),
+    )
+
+
+def row_terms(theta, batch: Batch, opts: FitOptions):
+    """(response loglik, observer evidence, log prior, clamped) per row."""
+    import torch
+
+    spec = models.GRADIENT_MODELS[opts.model]
+    vn, sn, clamped = model_nodes(opts.model, theta, opts.grid)
+    pred, logz = filter_predictions(batch.outcome, batch.valid, vn, sn, opts.filter)
+    sigma = torch.exp(theta[:, -1])
+    ll = response_loglik(pred, batch.response, batch.rmask, sigma, opts.response)
+    evidence = logz.sum((-1, -2))
+    mean = torch.tensor(spec.prior_mean, dtype=theta.dtype)
+    sd = torch.tensor(spec.prior_sd, dtype=theta.dtype)
+    z = (theta - mean) / sd
+    logprior = (-0.5 * z * z - torch.log(sd) - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return ll, evidence, logprior, clamped
+
+
+def neg_log_posterior(theta, batch, opts: FitOptions):
+    """The per-row objective to minimise (responses, outcomes or both) and its parts."""
+    ll, evidence, logprior, clamped = row_terms(theta, batch, opts)
+    if opts.objective == "responses":
+        data = ll
+    elif opts.objective == "outcomes":
+        data = evidence
+    else:
+        data = ll + evidence
+    return -(data + logprior), ll, evidence, clamped
+
+
+class Objective:
+    """Per-row negative log posterior and its gradient, computed by the numba forward-mode kernel.
+
+    Rows are subject x restart; the torch graph (`neg_log_posterior`) is the reference it is tested against.
+    """
+
+    def __init__(self, cohort: Cohort, rows: np.ndarray, opts: FitOptions):
+        self.opts = opts
+        self.outcome = np.ascontiguousarray(cohort.outcome[rows], dtype=float)
+        self.valid = np.ascontiguousarray(cohort.valid[rows])
+        self.response = np.ascontiguousarray(np.nan_to_num(cohort.response[rows], nan=0.0))
+        self.rmask = np.ascontiguousarray(cohort.response_mask()[rows])
+        spec = models.GRADIENT_MODELS[opts.model]
+        self.prior_mean = np.array(spec.prior_mean)
+        self.prior_sd = np.array(spec.prior_sd)
+
+    def nodes(self, theta: np.ndarray):
+        """(v nodes, s nodes, dv, ds, clamped): nodes [N,K] and their derivatives [N,K,2] w.r.t. theta."""
+        N = theta.shape[0]
+        if self.opts.model == "kf":
+            v, s = np.exp(theta[:, 0:1]), np.exp(theta[:, 1:2])
+            dv = np.zeros((N, 1, 2))
+            ds = np.zeros((N, 1, 2))
+            dv[:, 0, 0] = v[:, 0]
+            ds[:, 0, 0] = s[:, 0]
+            return v, s, dv, ds, np.zeros(N, dtype=bool)
+        spec = self.opts.grid
+        out = []
+        clamped = np.zeros(N, dtype=bool)
+        for col, (low, high) in ((0, spec.v_range), (2, spec.s_range)):
+            mu = models.sigmoid(theta[:, col])
+            kappa = np.exp(theta[:, col + 1])
+            a, b = mu * kappa, (1 - mu) * kappa
+            ca = np.clip(a, gridmod.SHAPE_MIN, gridmod.SHAPE_MAX)
+            cb = np.clip(b, gridmod.SHAPE_MIN, gridmod.SHAPE_MAX)
+            clamped |= (ca != a) | (cb != b)
+            u = gridmod.beta_quantiles(ca, cb, spec.k)
+            du_da, du_db = gridmod.beta_quantile_grad(ca[:, None], cb[:, None], u)
+            du_da = np.where((ca == a)[:, None], du_da, 0.0)
+            du_db = np.where((cb == b)[:, None], du_db, 0.0)
+            span = np.log(high) - np.log(low)
+            node = gridmod.to_range(u, low, high)
+            slope = kappa * mu * (1 - mu)
+            d_logit = du_da * slope[:, None] - du_db * slope[:, None]
+            d_logk = du_da * a[:, None] + du_db * b[:, None]
+            out.append((node, np.stack([node * span * d_logit, node * span * d_logk], -1)))
+        return out[0][0], out[1][0], out[0][1], out[1][1], clamped
+
+    def parts(self, theta: np.ndarray, rows: np.ndarray | None = None):
+        """(loss, grad, response loglik, observer evidence, clamped) per row (of `rows`, default all)."""
+        from methodkit.tools.cbf import kernels
+
+        theta = np.ascontiguousarray(theta, dtype=float)
+        pick = slice(None) if rows is None else rows
+        N = theta.shape[0]
+        v, s, dv, ds, clamped = self.nodes(theta)
+        ll, ev = np.empty(N), np.empty(N)
+        gll, gev = np.empty((N, 5)), np.empty((N, 4))
+        f, r = self.opts.filter, self.opts.response
+        lo, hi = r.clip if r.clip is not None else (-np.inf, np.inf)
+        kernels.cbf_value_grad(
+            self.outcome[pick],
+            self.valid[pick],
+            self.response[pick],
+            self.rmask[pick],
+            np.ascontiguousarray(v),
+            np.ascontiguousarray(s),
+            np.ascontiguousarray(dv),
+            np.ascontiguousarray(ds),
+            np.ascontiguousarray(theta[:, -1]),
+            float(f.m0),
+            float(f.w0),
+            float(f.switch),
+            bool(f.carry_over),
+            float(lo),
+            float(hi),
+            bool(r.censor and r.clip is not None),
+            float(r.lapse if r.clip is not None else 0.0),
+            ll,
+            ev,
+            gll,
+            gev,
+        )
+        gev = np.concatenate([gev, np.zeros((N, 1))], 1)
+        if self.opts.objective == "responses":
+            data, gdata = ll, gll
+        elif self.opts.objective == "outcomes":
+            data, gdata = ev, gev
+        else:
+            data, gdata = ll + ev, gll + gev
+        if self.opts.model == "kf":
+            gdata = gdata[:, [0, 2, 4]]
+        z = (theta - self.prior_mean) / self.prior_sd
+        logprior = (-0.5 * z * z - np.log(self.prior_sd) - 0.5 * math.log(2 * math.pi)).sum(-1)
+        loss = -(data + logprior)
+        grad = -(gdata - z / self.prior_sd)
+        bad = ~np.isfinite(loss) | ~np.isfinite(grad).all(-1)
+        grad[bad] = 0.0
+        return loss, grad, ll, ev, clamped
+
+    def __call__(self, theta, rows=None):
+        loss, grad, _, _, _ = self.parts(theta, rows)
+        return loss, grad
+
+
+def row_hessians(theta: np.ndarray, objective: Objective, h: float = 1e-4) -> np.ndarray:
+    """[N, d, d] Hessians of each row's objective: central differences of the exact gradient.
+
+    Rows are independent, so perturbing coordinate j of every row at once gives column j of every block.
+    """
+    N, d = theta.shape
+    H = np.empty((N, d, d))
+    for j in range(d):
+        step = np.zeros(d)
+        step[j] = h
+        _, gp = objective(theta + step)
+        _, gm = objective(theta - step)
+        H[:, :, j] = (gp - gm) / (2 * h)
+    return 0.5 * (H + H.transpose(0, 2, 1))
+
+
+def _lbfgs(theta0: np.ndarray, objective: Objective, opts: FitOptions) -> np.ndarray:
+    """torch L-BFGS (strong Wolfe) on the summed, block-diagonal objective of all rows."""
+    import torch
+
+    theta = torch.tensor(theta0, dtype=torch.float64, requires_grad=True)
+    optim = torch.optim.LBFGS(
+        [theta],
+        lr=1.0,
+        max_iter=opts.max_iter,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+        tolerance_grad=1e-6,
+        tolerance_change=1e-10,
+    )
+
+    def closure():
+        optim.zero_grad()
+        loss, grad = objective(theta.detach().numpy())
+        theta.grad = torch.from_numpy(grad)
+        return torch.tensor(float(np.where(np.isfinite(loss), loss, 0.0).sum()), dtype=torch.float64)
+
+    optim.step(closure)
+    return theta.detach().numpy().copy()
+
+
+def _newton(theta: np.ndarray, objective: Objective, opts: FitOptions) -> np.ndarray:
+    """Damped Newton steps per row (|eigenvalues| floored), each accepted only where the row improves."""
+    for _ in range(opts.newton_steps):
+        loss, g = objective(theta)
+        H = row_hessians(theta, objective)
+        w, V = np.linalg.eigh(H)
+        w = np.maximum(np.abs(w), 1e-3)
+        step = -np.einsum("nij,nj->ni", V, np.einsum("nji,nj->ni", V, g) / w)
+        step = np.clip(np.nan_to_num(step), -2.0, 2.0)
+        new_loss, _ = objective(theta + step)
+        better = np.isfinite(new_loss) & (new_loss < loss)
+        if not better.any():
+            break
+        theta = np.where(better[:, None], theta + step, theta)
+    return theta
+
+
+def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFrame:
+    """Fit cbf or kf to every subject; one row per subject (see `fit` for the columns)."""
+    spec = models.GRADIENT_MODELS[opts.model]
+    starts = np.array(spec.starts[: max(1, opts.restarts)])
+    R = len(starts)
+    d = starts.shape[1]
+    S = cohort.n_subjects
+    rows = []
+    mask = cohort.response_mask()
+    progress(f"fit {opts.model}", 0, S)
+    done = 0
+    for first in range(0, S, opts.chunk):
+        started = time.perf_counter()
+        index = np.arange(first, min(S, first + opts.chunk))
+        n = index.size
+        objective = Objective(cohort, np.repeat(index, R), opts)
+        if opts.optimizer_grad == "torch-lbfgs":
+            theta = _lbfgs(np.tile(starts, (n, 1)), objective, opts)
+        else:
+            theta, _, _, _ = minimize_rows(
+                objective, np.tile(starts, (n, 1)), max_iter=opts.max_iter, gtol=GRAD_TOL / 10
+            )
+        theta = _newton(theta, objective, opts)
+        loss, _ = objective(theta)
+        loss = np.where(np.isfinite(loss), loss, np.inf).reshape(n, R)
+        best = theta[np.arange(n) * R + loss.argmin(1)]
+        single = Objective(cohort, index, opts)
+        final, g, ll, evidence, clamped = single.parts(best)
+        H = row_hessians(best, single)
+        seconds = (time.perf_counter() - started) / n
+        values = models.natural(opts.model, best)
+        for i, s in enumerate(index):
+            n_obs = int(mask[s].sum())
+            ok = bool(np.isfinite(final[i]))
+            sign, logdet = np.linalg.slogdet(H[i]) if ok else (0.0, np.nan)
+            log_evidence = -final[i] + 0.5 * d * math.log(2 * math.pi) - 0.5 * logdet if sign > 0 else np.nan
+            gnorm = float(np.linalg.norm(g[i]))
+            row = {"subject": cohort.subjects[s], "model": opts.model}
+            row.update({k: float(v[i]) for k, v in values.items()})
+            if opts.model == "cbf":
+                row["omega_v"] = 1.0 / row["kappa_v"]
+                row["omega_s"] = 1.0 / row["kappa_s"]
+                row["D"] = math.log(row["kappa_v"]) - math.log(row["kappa_s"])
+            row.update(
+                {
+                    "loglik": float(ll[i]) if ok else np.nan,
+                    "observer_evidence": float(evidence[i]) if ok else np.nan,
+                    "log_evidence": float(log_evidence),
+                    "bic": float(-2 * ll[i] + d * math.log(max(n_obs, 1))) if ok else np.nan,
+                    "n_trials": n_obs,
+                    "n_restarts": R,
+                    "converged": bool(ok and gnorm < GRAD_TOL),
+                    "grad_norm": gnorm,
+                    "boundary": bool(clamped[i]),
+                    "failed": not ok,
+                    "seconds": round(seconds, 4),
+                }
+            )
+            rows.append(row)
+        done += n
+        progress(f"fit {opts.model}", done, S)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- particle filters, derivative-free
+
+
+def pf_predictions(model: str, cohort: Cohort, values: np.ndarray, opts: FitOptions, seeds: np.ndarray):
+    """Mean-over-runs predictions and signals [S, B, T] of a particle model, plus collapse counts [S, R]."""
+    from methodkit.tools.cbf import kernels
+
+    S, B, T = cohort.outcome.shape
+    R = seeds.shape[1]
+    outs = [np.empty((S, R, B, T)) for _ in range(4)]
+    collapses = np.zeros((S, R), dtype=np.int64)
+    kind = kernels.PF_BETA if model == "pf-beta" else kernels.PF_HPL
+    kernels.pf_filter(
+        kind,
+        np.ascontiguousarray(cohort.outcome),
+        cohort.valid,
+        models.kernel_params(model, values),
+        int(opts.particles),
+        seeds.astype(np.int64),
+        opts.filter.m0,
+        opts.filter.w0,
+        *outs,
+        collapses,
+    )
+    return [o.mean(1) for o in outs], [o for o in outs], collapses
+
+
+def run_seeds(seed: int, subject: int, evaluation: int, runs: int) -> np.ndarray:
+    """Per-run PF seeds for one objective evaluation (fresh particle noise each time, as in the protocol)."""
+    ss = np.random.SeedSequence([seed, subject, evaluation])
+    return ss.generate_state(runs, dtype=np.uint32).astype(np.int64)[None, :]
+
+
+def fit_particle(cohort: Cohort, opts: FitOptions, seed: int = 0, progress=silent) -> pd.DataFrame:
+    """SSE(predictions, responses) averaged over R particle-filter runs, minimised by Nelder-Mead in the box."""
+    from scipy.optimize import minimize
+
+    if opts.optimizer != "nelder-mead":
+        raise UsageError(f"--optimizer {opts.optimizer}: only nelder-mead is available in this build")
+    spec = models.PARTICLE_MODELS[opts.model]
+    low, high = np.array(spec.low), np.array(spec.high)
+    rows = []
+    S = cohort.n_subjects
+    progress(f"fit {opts.model}", 0, S)
+    mask = cohort.response_mask()
+    for s in range(S):
+        started = time.perf_counter()
+        one = cohort.subset([s])
+        counter = {"n": 0, "collapse": 0}
+        resp = one.response[0]
+        m = mask[s]
+
+        def objective(x, one=one, resp=resp, m=m, counter=counter, s=s):
+            values = low + (high - low) * np.clip(x, 0.0, 1.0)
+            seeds = run_seeds(seed, s, counter["n"], opts.runs)
+            counter["n"] += 1
+            _, per_run, collapses = pf_predictions(opts.model, one, values[None, :], opts, seeds)
+            counter["collapse"] += int(collapses.sum())
+            sse = ((per_run[0][0] - resp[None]) ** 2)[:, m].sum(-1)
+            return float(sse.mean())
+
+        x0 = np.full(low.size, 0.5)
+        simplex = np.vstack([x0] + [x0 + 0.25 * np.eye(low.size)[j] for j in range(low.size)])
+        result = minimize(
+            objective,
+            x0,
+            method="Nelder-Mead",
+            options={"maxfev": opts.evaluations, "initial_simplex": simplex, "xatol": 1e-3, "fatol": 1e-3},
+        )
+        values = low + (high - low) * np.clip(result.x, 0.0, 1.0)
+        n_obs = int(m.sum())
+        sse = float(result.fun)
+        row = {"subject": cohort.subjects[s], "model": opts.model}
+        row.update({k: float(v) for k, v in zip(spec.names, values)})
+        sigma2 = sse / max(n_obs, 1)
+        loglik = -0.5 * n_obs * (math.log(2 * math.pi * sigma2) + 1.0)
+        row.update(
+            {
+                "sse": sse,
+                "sigma_r": math.sqrt(sigma2),
+                "loglik": loglik,
+                "log_evidence": np.nan,
+                "bic": -2 * loglik + (low.size + 1) * math.log(max(n_obs, 1)),
+                "n_trials": n_obs,
+                "n_restarts": 1,
+                "converged": bool(result.success),
+                "grad_norm": np.nan,
+                "boundary": bool(np.any(result.x <= 0.0) or np.any(result.x >= 1.0)),
+                "failed": not np.isfinite(sse),
+                "collapses": counter["collapse"],
+                "evaluations": counter["n"],
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
+        rows.append(row)
+        progress(f"fit {opts.model}", s + 1, S)
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class FitResult:
+    table: pd.DataFrame
+    failed: list
+
+    def to_dict(self) -> dict:
+        return {"n_subjects": len(self.table), "n_failed": len(self.failed), "failed": self.failed}
+
+
+def run(cohort: Cohort, opts: FitOptions, *, seed: int = 0, progress=silent, max_failed: float = 0.05) -> FitResult:
+    """Fit every subject; raise RunFailure (after the caller may keep the table) when > max_failed fail."""
+    if opts.model not in models.MODELS:
+        raise UsageError(f"--model must be one of {', '.join(models.MODELS)}")
+    if opts.objective not in OBJECTIVES:
+        raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
+    if opts.model in models.GRADIENT_MODELS:
+        import torch
+
+        torch.set_default_dtype(torch.float64)
+        table = fit_gradient(cohort, opts, progress)
+    else:
+        if opts.objective != "responses":
+            raise UsageError(f"--objective {opts.objective} needs a likelihood model (cbf or kf), not {opts.model}")
+        table = fit_particle(cohort, opts, seed, progress)
+    failed = table.loc[table["failed"], "subject"].astype(str).tolist()
+    return FitResult(table, failed)
+
+
+def check_failures(result: FitResult, max_failed: float = 0.05) -> None:
+    if result.failed and len(result.failed) > max_failed * len(result.table):
+        shown = ", ".join(result.failed[:10]) + (" ..." if len(result.failed) > 10 else "")
+        raise RunFailure(
+            f"the fit failed for {len(result.failed)} of {len(result.table)} subjects ({shown}); the others were written"
+        )
