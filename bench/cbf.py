@@ -85,6 +85,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1)
     args = parser.parse_args()
     import torch
+
     from methodkit.tools.cbf import agents, data, fit, grid, kernels, models, signals
     from methodkit.tools.cbf.forward import FilterOptions
 

@@ -4,6 +4,7 @@ trial-wise signals, and run the learning-rate, phenotype and response-time analy
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
 
@@ -232,6 +233,7 @@ def fit(
 def _edge_warning(cohort, table, grid, fopts) -> str | None:
     """Warn when a grid end node at the edge of the range carries > 0.5 of the posterior mass."""
     import numpy as np
+
     from methodkit.tools.cbf.signals import cbf_nodes, mixture_signals
 
     ok = ~table["failed"].to_numpy()
@@ -335,6 +337,7 @@ def signals(input, importer, clip, params_path, runs, **params):
 def analyze(input, importer, clip, params_path, signals_path, compare_path, out_path, **params):
     """Learning-rate GLM, phenotype cross-over test and ambiguity -> RT regression; JSON on stdout."""
     import numpy as np
+
     from methodkit.core import io
     from methodkit.core.errors import DataError
     from methodkit.tools.cbf import analyze as anmod

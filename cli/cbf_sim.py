@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
 
 DEMO = [
@@ -188,6 +189,7 @@ def task(design, trials, start, **_):
 def agents(input, agent, params_path, population, sigma_r, clip, step, rt_formula, params_out, **params):
     """Simulate participants on the outcome sequences in INPUT (a task or data table)."""
     import numpy as np
+
     from methodkit.core import io
     from methodkit.tools.cbf import agents as agentsmod
     from methodkit.tools.cbf import data

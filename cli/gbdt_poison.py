@@ -6,6 +6,7 @@ import functools
 import os
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 PROG = "gbdt-poison"
@@ -339,6 +340,7 @@ def influence_cmd(input, **params):
     problem = _prepare(run, input, params, run.seed)
     import numpy as np
     import pandas as pd
+
     from methodkit.tools.gbdt import influence as infl
     from methodkit.tools.gbdt.victim import leaf_indices, parse_trees
 

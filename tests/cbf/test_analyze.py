@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from methodkit.tools.cbf import analyze, data
 from scipy import stats
+
+from methodkit.tools.cbf import analyze, data
 
 
 def planted_cohort(n=30, seed=0, vol_gain=0.2, sto_gain=-0.15):

@@ -7,6 +7,7 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+
 from methodkit.core.errors import DataError
 from methodkit.tools.cbf import data
 

@@ -4,6 +4,7 @@ stochasticity-lesioned particle-filter agents (data the CBF did not generate).""
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.cbf import agents, analyze, data, fit
 
 

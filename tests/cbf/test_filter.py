@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from methodkit.tools.cbf import fit, forward, grid, signals
 from methodkit.tools.cbf.forward import FilterOptions
 

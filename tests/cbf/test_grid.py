@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from methodkit.tools.cbf import grid
 from scipy import stats
+
+from methodkit.tools.cbf import grid
 
 
 def test_uniform_beta_gives_equal_mass_levels():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.cbf.optim import minimize_rows
 
 

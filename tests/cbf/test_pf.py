@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.cbf import kernels, models, signals
 from methodkit.tools.cbf.forward import FilterOptions
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.gbdt import data, synth
 from methodkit.tools.gbdt.victim import Victim, leaf_indices, parse_trees
 

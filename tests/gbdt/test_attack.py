@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.gbdt import attack, data, synth
 from methodkit.tools.gbdt.victim import Victim

@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+
 from methodkit.tools.gbdt import synth
 
 PROG = "gbdt-poison"

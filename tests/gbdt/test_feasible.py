@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from methodkit.tools.gbdt import kernels
 from methodkit.tools.gbdt.feasible import Standardizer, build_region
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.tools.gbdt import kernels
 from methodkit.tools.gbdt.oracle import Oracle
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import UsageError
 from methodkit.tools.cbf import grid as gridmod
 from methodkit.tools.cbf import models

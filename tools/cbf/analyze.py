@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy import stats
+
 from methodkit.core.errors import DataError
 from methodkit.tools.cbf import models
 from methodkit.tools.cbf.data import ABSURD_RT_MS, Cohort
-from scipy import stats
 
 GLM_TERMS = ("b_delta", "b_sto", "b_vol", "b_int")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import DataError, UsageError
 
 REQUIRED = ("subject", "block", "trial", "condition", "true_vol", "true_sto", "outcome", "response", "rt_ms")

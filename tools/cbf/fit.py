@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.cbf import grid as gridmod

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.gbdt import dims as dimsmod

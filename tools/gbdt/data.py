@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
 from methodkit.core.errors import DataError, UsageError
 
 

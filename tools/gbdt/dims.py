@@ -9,6 +9,7 @@ actually reach inside its eps-ellipsoid's shadow on that axis.
 from __future__ import annotations
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 
 RANKINGS = ("gain", "random", "local")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.tools.gbdt import kernels
 
 TRANSFORMS = ("none", "log1p")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.tools.gbdt import kernels
 from methodkit.tools.gbdt.victim import Trees, leaf_indices
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from methodkit.tools.gbdt import kernels
 from methodkit.tools.gbdt.influence import LAMBDA_FLOOR
 from methodkit.tools.gbdt.victim import Victim, leaf_indices, parse_trees, scores

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
 from methodkit.core.errors import UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.gbdt import attack

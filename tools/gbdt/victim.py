@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from methodkit.core.errors import RunFailure, UsageError
 
 # LightGBM's own defaults (100 trees, 31 leaves, lr 0.1), made reproducible.
