@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import click
+
 from methodkit.core.errors import MethodkitError, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -357,10 +358,11 @@ def _flatten(prefix: str, value: Any, out: list) -> None:
 
 
 def _print_result_table(result: dict, title: str) -> None:
-    from methodkit.core.io import jsonable
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from methodkit.core.io import jsonable
 
     table = Table(title=escape(title), show_header=True)
     table.add_column("field")

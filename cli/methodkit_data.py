@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+
 from methodkit.cli._common import DemoStep, Run, common_options, tool_group
 
 DEMO = [
@@ -41,25 +42,31 @@ def main():
 def list_(**_):
     """List the data sets: name, rows, columns, source package, licence, description."""
     import pandas as pd
+
     from methodkit.core import datasets
+    from methodkit.core.errors import DataError
 
     run = Run.from_context()
     rows = []
     for name in datasets.names():
         entry = datasets.info(name)
-        frame = datasets.load(name)
+        try:
+            shape = datasets.load(name).shape
+            note = ""
+        except DataError as exc:  # its package is not installed: list it with the fix
+            shape, note = (None, None), f" (unavailable: {exc.message})"
         rows.append(
             {
                 "name": name,
-                "rows": len(frame),
-                "columns": frame.shape[1],
+                "rows": shape[0],
+                "columns": shape[1],
                 "target": entry.target or "",
                 "source": entry.source,
                 "licence": entry.licence,
-                "description": entry.description,
+                "description": entry.description + note,
             }
         )
-    run.emit_table(pd.DataFrame(rows))
+    run.emit_table(pd.DataFrame(rows).astype({"rows": "Int64", "columns": "Int64"}))
 
 
 @main.command("get")

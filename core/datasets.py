@@ -28,7 +28,7 @@ class Dataset:
 _REGISTRY: dict[str, Dataset] = {}
 # Modules that register more data sets when imported: core ones listed here, and every
 # `methodkit.tools.<method>.datasets` module, found by name so a method adds data without editing this file.
-_PROVIDERS: list[str] = []
+_PROVIDERS: list[str] = ["methodkit.core.images"]
 _loaded_providers = False
 
 
@@ -58,7 +58,9 @@ def _load_providers() -> None:
     if not _loaded_providers:
         _loaded_providers = True
         for module in [*_PROVIDERS, *_tool_providers()]:
-            importlib.import_module(module)
+            registrar = getattr(importlib.import_module(module), "_register_tables", None)
+            if registrar is not None:
+                registrar()
 
 
 def names() -> list[str]:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+
 from methodkit.core import io
 from methodkit.core.errors import DataError, UsageError
 

@@ -1,0 +1,1 @@
+"""Small torch models shared by several methods (transformer decoder, image classifiers)."""
