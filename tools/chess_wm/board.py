@@ -38,7 +38,13 @@ def snapshot(board, ep: str) -> list[int]:
         | int(board.has_queenside_castling_rights(chess.BLACK)) << 3
     )
     square = ep_square(board, ep)
-    row += [0 if board.turn else 1, castle, 64 if square is None else square, board.halfmove_clock, board.fullmove_number]
+    row += [
+        0 if board.turn else 1,
+        castle,
+        64 if square is None else square,
+        board.halfmove_clock,
+        board.fullmove_number,
+    ]
     row.append(0)
     return row
 

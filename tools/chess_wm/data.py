@@ -26,6 +26,7 @@ from methodkit.tools.chess_wm import spec
 from methodkit.tools.chess_wm.board import check_ep, game_arrays
 
 MANIFEST = "manifest.json"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 JSONL_NAME = "games.jsonl"
 VAL_MODULUS, VAL_THRESHOLD = 10000, 50  # paper: MD5(game_id) mod 10000 < 50 -> validation (0.5 %)
 
@@ -80,8 +81,17 @@ class BuildStats:
 class DatasetWriter:
     """Collects games and writes shards (or one JSONL file) atomically, the manifest last."""
 
-    def __init__(self, out_dir: str | os.PathLike, *, source: str, ep: str = "potential", fmt: str = "npz",
-                 games_per_shard: int = 4096, force: bool = False, max_plies: int | None = None):
+    def __init__(
+        self,
+        out_dir: str | os.PathLike,
+        *,
+        source: str,
+        ep: str = "potential",
+        fmt: str = "npz",
+        games_per_shard: int = 4096,
+        force: bool = False,
+        max_plies: int | None = None,
+    ):
         if fmt not in ("npz", "jsonl"):
             raise UsageError(f"--format must be npz or jsonl, not {fmt!r}")
         if games_per_shard <= 0:
@@ -309,12 +319,19 @@ def build_from_pgn(
     progress: ProgressCallback = silent,
 ) -> BuildStats:
     """PGN inputs (name, raw bytes; `.zst` decompressed here) -> a data directory."""
-    writer = DatasetWriter(out_dir, source="pgn", ep=opts.ep, fmt=fmt, games_per_shard=games_per_shard,
-                           force=force, max_plies=opts.max_plies)
+    writer = DatasetWriter(
+        out_dir,
+        source="pgn",
+        ep=opts.ep,
+        fmt=fmt,
+        games_per_shard=games_per_shard,
+        force=force,
+        max_plies=opts.max_plies,
+    )
     try:
         for name, raw in sources:
             writer.inputs[name] = hashlib.sha256(raw).hexdigest()
-            if name.endswith(".zst"):
+            if name.endswith(".zst") or raw[:4] == ZSTD_MAGIC:
                 raw, cut = read_zst(raw)
                 if cut is not None:
                     if opts.strict:
@@ -389,8 +406,14 @@ class GameSet:
             parts_m.append(m[: max_plies + 1])
             parts_s.append(s[: max_plies + 1])
             offsets.append(offsets[-1] + len(parts_m[-1]))
-        return GameSet(np.concatenate(parts_m), np.asarray(offsets, np.int64), np.concatenate(parts_s),
-                       self.game_id, self.spec, self.name)
+        return GameSet(
+            np.concatenate(parts_m),
+            np.asarray(offsets, np.int64),
+            np.concatenate(parts_s),
+            self.game_id,
+            self.spec,
+            self.name,
+        )
 
     def split(self) -> tuple[GameSet, GameSet]:
         """(train, validation) by the paper's MD5 rule."""
@@ -433,8 +456,14 @@ def load_dataset(path: str | os.PathLike) -> GameSet:
 
 def _concat(parts: list[dict], want: dict, name: str) -> GameSet:
     if not parts:
-        return GameSet(np.zeros(0, np.int32), np.zeros(1, np.int64), np.zeros((0, 75), np.uint8),
-                       np.zeros(0, dtype="<U20"), want, name)
+        return GameSet(
+            np.zeros(0, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros((0, 75), np.uint8),
+            np.zeros(0, dtype="<U20"),
+            want,
+            name,
+        )
     offsets, base = [np.zeros(1, np.int64)], 0
     for p in parts:
         offsets.append(p["offsets"][1:] + base)
@@ -464,7 +493,9 @@ def _load_jsonl(path: Path, want: dict | None) -> GameSet:
             except (ValueError, KeyError, TypeError) as exc:
                 raise DataError(f"{path}: line {number}: not a game record ({type(exc).__name__}: {exc})") from None
             if states.shape != (len(tokens), spec.N_LABELS):
-                raise DataError(f"{path}: line {number}: states shape {states.shape} does not match {len(tokens)} tokens x 75")
+                raise DataError(
+                    f"{path}: line {number}: states shape {states.shape} does not match {len(tokens)} tokens x 75"
+                )
             rec_spec = record.get("spec")
             ep = rec_spec.get("ep", ep) if isinstance(rec_spec, dict) else ep
             games.append(Game(tokens, states, str(record.get("example_id", number)), str(record.get("result", "*"))))
@@ -480,12 +511,23 @@ def require_same_spec(a: dict, b: dict, what_a: str, what_b: str) -> None:
         )
 
 
-def write_games(out_dir, games: Iterable[Game], *, source: str, ep: str, fmt: str = "npz", force: bool = False,
-                games_per_shard: int = 4096, max_plies: int | None = None, extra: dict | None = None,
-                on_game: Callable[[int], None] | None = None) -> BuildStats:
+def write_games(
+    out_dir,
+    games: Iterable[Game],
+    *,
+    source: str,
+    ep: str,
+    fmt: str = "npz",
+    force: bool = False,
+    games_per_shard: int = 4096,
+    max_plies: int | None = None,
+    extra: dict | None = None,
+    on_game: Callable[[int], None] | None = None,
+) -> BuildStats:
     """Write generated games (random/selfplay) as a data directory."""
-    writer = DatasetWriter(out_dir, source=source, ep=ep, fmt=fmt, games_per_shard=games_per_shard, force=force,
-                           max_plies=max_plies)
+    writer = DatasetWriter(
+        out_dir, source=source, ep=ep, fmt=fmt, games_per_shard=games_per_shard, force=force, max_plies=max_plies
+    )
     try:
         for game in games:
             writer.add(game)

@@ -22,8 +22,10 @@ def position_from_fen(fen: str):
     for square, piece in b.piece_map().items():
         board[square] = piece.piece_type + (0 if piece.color else 6)
     castle = (
-        int(b.has_kingside_castling_rights(chess.WHITE)) | int(b.has_queenside_castling_rights(chess.WHITE)) << 1
-        | int(b.has_kingside_castling_rights(chess.BLACK)) << 2 | int(b.has_queenside_castling_rights(chess.BLACK)) << 3
+        int(b.has_kingside_castling_rights(chess.WHITE))
+        | int(b.has_queenside_castling_rights(chess.WHITE)) << 1
+        | int(b.has_kingside_castling_rights(chess.BLACK)) << 2
+        | int(b.has_queenside_castling_rights(chess.BLACK)) << 3
     )
     ep = -1 if b.ep_square is None else b.ep_square
     st = np.array([0 if b.turn else 1, castle, ep, b.halfmove_clock, b.fullmove_number], dtype=np.int64)
@@ -48,8 +50,9 @@ def random_game(seed: int, index: int, cap: int = DEFAULT_CAP, ep: str = "potent
     return tokens[: n + 1], states[: n + 1], STATUS[int(status)]
 
 
-def random_games(n_games: int, seed: int = 0, *, max_plies: int | None = None, min_fullmoves: int = 10,
-                 ep: str = "potential") -> Iterator:
+def random_games(
+    n_games: int, seed: int = 0, *, max_plies: int | None = None, min_fullmoves: int = 10, ep: str = "potential"
+) -> Iterator:
     """Like generate.random_games, on the Numba engine: data.Game records."""
     from methodkit.tools.chess_wm.data import Game, make_game_id
 

@@ -28,8 +28,15 @@ class GameEval:
         return {"summary": self.summary, "per_game": self.per_game}
 
 
-def evaluate_games(model, games: GameSet, *, batch_size: int = 64, device: str = "cpu", per_game: bool = False,
-                   progress: ProgressCallback = silent) -> GameEval:
+def evaluate_games(
+    model,
+    games: GameSet,
+    *,
+    batch_size: int = 64,
+    device: str = "cpu",
+    per_game: bool = False,
+    progress: ProgressCallback = silent,
+) -> GameEval:
     import torch
 
     from methodkit.tools.chess_wm.models import label_nll, predict_labels
@@ -90,11 +97,17 @@ def evaluate_games(model, games: GameSet, *, batch_size: int = 64, device: str =
         "label_acc": float(correct_labels.sum() / max(n_steps * spec.N_LABELS, 1)),
         "exact_state": exact_steps / max(n_steps, 1),
         "trajectory_exact": exact_games / max(len(games), 1),
-        "groups": {name: float(correct_labels[list(r)].sum() / max(n_steps * len(r), 1)) for name, r in spec.GROUPS.items()},
+        "groups": {
+            name: float(correct_labels[list(r)].sum() / max(n_steps * len(r), 1)) for name, r in spec.GROUPS.items()
+        },
         "first_error_ply_median": _median([f for f in first_errors if f is not None]),
         "prefix_bins": [
-            {"plies": f"{b}-{b + BIN_WIDTH - 1}", "exact_state": v[0] / v[1], "label_acc": v[2] / (v[1] * spec.N_LABELS),
-             "steps": v[1]}
+            {
+                "plies": f"{b}-{b + BIN_WIDTH - 1}",
+                "exact_state": v[0] / v[1],
+                "label_acc": v[2] / (v[1] * spec.N_LABELS),
+                "steps": v[1],
+            }
             for b, v in sorted(bins_exact.items())
         ],
     }
@@ -104,3 +117,99 @@ def evaluate_games(model, games: GameSet, *, batch_size: int = 64, device: str =
 
 def _median(values):
     return float(np.median(values)) if values else None
+
+
+def parse_named(items) -> list[tuple[str, str]]:
+    """NAME=DIR arguments -> [(name, dir)]; a bare DIR is named after its folder."""
+    from pathlib import Path
+
+    from methodkit.core.errors import UsageError
+
+    out = []
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep:
+            name, path = Path(item).name or item, item
+        if not name or not path:
+            raise UsageError(f"data set argument {item!r} must be NAME=DIR")
+        out.append((name, path))
+    return out
+
+
+def evaluate_many(
+    checkpoints,
+    datasets,
+    *,
+    out_dir=None,
+    per_game_path=None,
+    max_plies=None,
+    batch_size=64,
+    kernel=None,
+    device="cpu",
+    force=False,
+    progress: ProgressCallback = silent,
+):
+    """Every checkpoint on every named data set -> a summary table (and metrics.json, summary.tsv, per-game JSONL)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.chess_wm.data import load_dataset, require_same_spec
+    from methodkit.tools.chess_wm.training import load_model
+
+    named = parse_named(datasets)
+    if out_dir is not None:
+        folder = Path(out_dir)
+        if not folder.parent.is_dir():
+            raise UsageError(f"{folder}: folder {folder.parent} does not exist")
+        for name in ("metrics.json", "summary.tsv"):
+            if (folder / name).exists() and not force:
+                raise UsageError(f"{folder / name}: already exists; pass --force to overwrite")
+    if per_game_path and Path(per_game_path).exists() and not force:
+        raise UsageError(f"{per_game_path}: already exists; pass --force to overwrite")
+    data = {name: load_dataset(path).truncate(max_plies) for name, path in named}
+    models = []
+    for path in checkpoints:
+        model, cfg, data_spec = load_model(path, device=device, kernel=kernel)
+        for name, games in data.items():
+            require_same_spec(data_spec, games.spec, str(path), f"data set '{name}'")
+        models.append((str(path), model, cfg))
+    rows, metrics, per_game = [], [], []
+    total = len(models) * len(data)
+    done = 0
+    for path, model, cfg in models:
+        for name, games in data.items():
+            result = evaluate_games(model, games, batch_size=batch_size, device=device, per_game=bool(per_game_path))
+            s = result.summary
+            rows.append(
+                {
+                    "checkpoint": path,
+                    "arch": cfg.arch,
+                    "size": cfg.size,
+                    "dataset": name,
+                    "games": s["games"],
+                    "loss": s["loss"],
+                    "label_acc": s["label_acc"],
+                    "exact_state": s["exact_state"],
+                    "trajectory_exact": s["trajectory_exact"],
+                    **{f"acc_{k}": v for k, v in s["groups"].items()},
+                    "first_error_ply_median": s["first_error_ply_median"],
+                }
+            )
+            metrics.append({"checkpoint": path, "arch": cfg.arch, "size": cfg.size, "dataset": name, **s})
+            per_game += [{"checkpoint": path, "dataset": name, **rec} for rec in result.per_game]
+            done += 1
+            progress("eval", done, total)
+    frame = pd.DataFrame(rows)
+    if out_dir is not None:
+        folder = Path(out_dir)
+        folder.mkdir(exist_ok=True)
+        io.write_json(metrics, folder / "metrics.json", force=True, indent=1)
+        io.write_table(frame, folder / "summary.tsv", "tsv", force=True)
+    if per_game_path:
+        with io.atomic_write(per_game_path, force=force) as handle:
+            for rec in per_game:
+                handle.write((io.dumps_json(rec) + "\n").encode())
+    return frame

@@ -54,8 +54,15 @@ def play_random(rng: _random.Random, max_plies: int | None = None):
     return moves, board, board.is_game_over(claim_draw=True)
 
 
-def random_games(n_games: int, seed: int = 0, *, max_plies: int | None = None, min_fullmoves: int = 10,
-                 ep: str = "potential", pgn_sink: list | None = None) -> Iterator[Game]:
+def random_games(
+    n_games: int,
+    seed: int = 0,
+    *,
+    max_plies: int | None = None,
+    min_fullmoves: int = 10,
+    ep: str = "potential",
+    pgn_sink: list | None = None,
+) -> Iterator[Game]:
     """`n_games` random games (short games are dropped and replaced by the next seeds)."""
     if n_games <= 0:
         raise UsageError(f"--games must be positive, got {n_games}")
@@ -180,7 +187,9 @@ def _stockfish_move(engine, board, rng: _random.Random, opts: SelfplayOptions):
     return moves[-1]
 
 
-def selfplay_pgn(n_games: int, seed: int = 0, opts: SelfplayOptions = SelfplayOptions(), progress=None) -> Iterator[str]:
+def selfplay_pgn(
+    n_games: int, seed: int = 0, opts: SelfplayOptions = SelfplayOptions(), progress=None
+) -> Iterator[str]:
     """PGN text of `n_games` book-opening self-play games (synthetic human-proxy, not real games)."""
     import chess
     import chess.engine
@@ -202,7 +211,9 @@ def selfplay_pgn(n_games: int, seed: int = 0, opts: SelfplayOptions = SelfplayOp
     engine = None
     stockfish = find_stockfish(opts.stockfish) if opts.engine in ("stockfish", "auto") else None
     if opts.engine == "stockfish" and stockfish is None:
-        raise UsageError("--engine stockfish: no stockfish binary found; install Debian's stockfish or pass --stockfish PATH")
+        raise UsageError(
+            "--engine stockfish: no stockfish binary found; install Debian's stockfish or pass --stockfish PATH"
+        )
     if stockfish:
         engine = chess.engine.SimpleEngine.popen_uci(stockfish)
     player = "stockfish" if engine else "heuristic"
@@ -220,8 +231,13 @@ def selfplay_pgn(n_games: int, seed: int = 0, opts: SelfplayOptions = SelfplayOp
                 moves.append(move)
             over = board.is_game_over(claim_draw=True)
             result = board.result(claim_draw=True) if over else "*"
-            headers = {"Event": "chess-wm selfplay (synthetic human-proxy)", "Round": str(index),
-                       "White": player, "Black": player, "Result": result}
+            headers = {
+                "Event": "chess-wm selfplay (synthetic human-proxy)",
+                "Round": str(index),
+                "White": player,
+                "Black": player,
+                "Result": result,
+            }
             if progress is not None:
                 progress("selfplay", index + 1, n_games)
             yield _pgn_text(moves, headers)
@@ -243,3 +259,15 @@ def _pgn_text(moves, headers: dict) -> str:
         node = node.add_variation(move)
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=False)
     return game.accept(exporter) + "\n\n"
+
+
+def pgn_from_tokens(games) -> list[str]:
+    """PGN text of every game in a GameSet (token ids replayed through python-chess)."""
+    from methodkit.tools.chess_wm.board import id_to_move
+
+    out = []
+    for i in range(len(games)):
+        tokens, _ = games.game(i)
+        moves = [id_to_move(int(t)) for t in tokens[1:]]
+        out.append(_pgn_text(moves, {"Event": "chess-wm random", "Round": str(games.game_id[i]), "Result": "*"}))
+    return out

@@ -227,14 +227,24 @@ def pseudo_moves(board, st, out):
     kbit, qbit = (1, 2) if side == 0 else (4, 8)
     if board[base + 4] == king:
         if (c & kbit) and board[base + 7] == rook and board[base + 5] == 0 and board[base + 6] == 0:
-            if not attacked(board, base + 4, enemy) and not attacked(board, base + 5, enemy) and not attacked(
-                board, base + 6, enemy
+            if (
+                not attacked(board, base + 4, enemy)
+                and not attacked(board, base + 5, enemy)
+                and not attacked(board, base + 6, enemy)
             ):
                 out[n] = _mv(base + 4, base + 6, 0, 2)
                 n += 1
-        if (c & qbit) and board[base] == rook and board[base + 1] == 0 and board[base + 2] == 0 and board[base + 3] == 0:
-            if not attacked(board, base + 4, enemy) and not attacked(board, base + 3, enemy) and not attacked(
-                board, base + 2, enemy
+        if (
+            (c & qbit)
+            and board[base] == rook
+            and board[base + 1] == 0
+            and board[base + 2] == 0
+            and board[base + 3] == 0
+        ):
+            if (
+                not attacked(board, base + 4, enemy)
+                and not attacked(board, base + 3, enemy)
+                and not attacked(board, base + 2, enemy)
             ):
                 out[n] = _mv(base + 4, base + 2, 0, 2)
                 n += 1

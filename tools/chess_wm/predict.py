@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-
 from methodkit.tools.chess_wm.board import game_arrays, state_fen
 
 
@@ -49,14 +48,14 @@ def predict_lines(model, lines: list[str], ep: str, *, device: str = "cpu", digi
         labels, probs = labels[0].cpu().numpy(), probs[0].cpu().numpy()
         prefixes = []
         for t in range(len(tokens)):
-            prefixes.append({
-                "ply": t,
-                "move": moves[t - 1].uci() if t else None,
-                "fen": state_fen(labels[t]),
-                "exact": bool((labels[t] == truth[t]).all()),
-                "wrong_labels": [int(j) for j in np.flatnonzero(labels[t] != truth[t])],
-                "confidence": [round(float(p), digits) for p in probs[t]],
-            })
+            prefixes.append(
+                {
+                    "ply": t,
+                    "move": moves[t - 1].uci() if t else None,
+                    "fen": state_fen(labels[t]),
+                    "exact": bool((labels[t] == truth[t]).all()),
+                    "wrong_labels": [int(j) for j in np.flatnonzero(labels[t] != truth[t])],
+                    "confidence": [round(float(p), digits) for p in probs[t]],
+                }
+            )
         yield {"line": number, "plies": len(moves), "states": prefixes}
-
-

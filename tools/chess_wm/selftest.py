@@ -29,12 +29,16 @@ class SelftestReport:
     checks: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "failed": [c.name for c in self.checks if not c.ok],
-                "checks": [asdict(c) for c in self.checks]}
+        return {
+            "ok": self.ok,
+            "failed": [c.name for c in self.checks if not c.ok],
+            "checks": [asdict(c) for c in self.checks],
+        }
 
 
-def run_selftest(*, games: int = 20, perft_scale: int = 0, seed: int = 0,
-                 progress: ProgressCallback = silent) -> SelftestReport:
+def run_selftest(
+    *, games: int = 20, perft_scale: int = 0, seed: int = 0, progress: ProgressCallback = silent
+) -> SelftestReport:
     """perft_scale 0 runs each perft case two plies shallower (fast); 1 runs the full depths."""
     checks = []
     checks += _perft_checks(perft_scale, progress)

@@ -40,8 +40,7 @@ def collate(games: GameSet, index, device: str = "cpu"):
         tokens[row, : len(m)] = m
         states[row, : len(m)] = s
         mask[row, : len(m)] = 1.0
-    return (torch.from_numpy(tokens).to(device), torch.from_numpy(states).to(device),
-            torch.from_numpy(mask).to(device))
+    return (torch.from_numpy(tokens).to(device), torch.from_numpy(states).to(device), torch.from_numpy(mask).to(device))
 
 
 def load_games(paths, max_plies: int | None = None) -> GameSet:
@@ -56,8 +55,11 @@ def load_games(paths, max_plies: int | None = None) -> GameSet:
     else:
         from methodkit.tools.chess_wm.data import _concat
 
-        out = _concat([{"moves": s.moves, "offsets": s.offsets, "states": s.states, "game_id": s.game_id}
-                       for s in sets], sets[0].spec, "+".join(s.name for s in sets))
+        out = _concat(
+            [{"moves": s.moves, "offsets": s.offsets, "states": s.states, "game_id": s.game_id} for s in sets],
+            sets[0].spec,
+            "+".join(s.name for s in sets),
+        )
     return out.truncate(max_plies)
 
 
@@ -138,9 +140,18 @@ def train_model(
         model_cfg.max_len = max(model_cfg.max_len, int(train_set.plies.max()) + 1, int(val.plies.max(initial=0)) + 1)
     steps = opts.steps or max(1, math.ceil(opts.epochs * len(train_set) / opts.batch_size))
     cfg = core_train.TrainConfig(
-        steps=steps, batch_size=opts.batch_size, lr=opts.lr, weight_decay=opts.weight_decay, beta1=opts.beta1,
-        beta2=opts.beta2, warmup=opts.warmup, min_lr_ratio=opts.min_lr_ratio, clip=opts.clip,
-        log_every=opts.log_every, checkpoint_every=opts.checkpoint_every, seed=opts.seed,
+        steps=steps,
+        batch_size=opts.batch_size,
+        lr=opts.lr,
+        weight_decay=opts.weight_decay,
+        beta1=opts.beta1,
+        beta2=opts.beta2,
+        warmup=opts.warmup,
+        min_lr_ratio=opts.min_lr_ratio,
+        clip=opts.clip,
+        log_every=opts.log_every,
+        checkpoint_every=opts.checkpoint_every,
+        seed=opts.seed,
     )
     torch.manual_seed(opts.seed)
     model = build_model(model_cfg).to(device)
@@ -157,32 +168,70 @@ def train_model(
         return {"val_loss": m["loss"], "val_exact_state": m["exact_state"], "val_label_acc": m["label_acc"]}
 
     cspec = checkpoint_spec(games.spec, model_cfg.to_dict())
-    result = core_train.train(model, loss_fn, len(train_set), cfg, run_dir=out, spec=cspec,
-                              model_config=model_cfg.to_dict(), resume=resume, evaluate=evaluate, progress=progress)
+    result = core_train.train(
+        model,
+        loss_fn,
+        len(train_set),
+        cfg,
+        run_dir=out,
+        spec=cspec,
+        model_config=model_cfg.to_dict(),
+        resume=resume,
+        evaluate=evaluate,
+        progress=progress,
+    )
     final_val = evaluate_games(model, val, batch_size=opts.batch_size, device=device).summary if len(val) else {}
-    (out / "config.json").write_text(json.dumps({"model": model_cfg.to_dict(), "train": asdict(opts),
-                                                 "data": [str(p) for p in train_paths], "spec": games.spec},
-                                                indent=1) + "\n")
+    (out / "config.json").write_text(
+        json.dumps(
+            {
+                "model": model_cfg.to_dict(),
+                "train": asdict(opts),
+                "data": [str(p) for p in train_paths],
+                "spec": games.spec,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return TrainRun(
-        steps=result.steps, train_games=len(train_set), val_games=len(val), params=n_params(model),
-        final_train_loss=result.final_loss, val_loss=final_val.get("loss", float("nan")),
+        steps=result.steps,
+        train_games=len(train_set),
+        val_games=len(val),
+        params=n_params(model),
+        final_train_loss=result.final_loss,
+        val_loss=final_val.get("loss", float("nan")),
         val_exact_state=final_val.get("exact_state", float("nan")),
-        val_label_acc=final_val.get("label_acc", float("nan")), seconds=result.seconds, out_dir=str(out),
-        resumed_from=result.resumed_from, config=model_cfg.to_dict(),
+        val_label_acc=final_val.get("label_acc", float("nan")),
+        seconds=result.seconds,
+        out_dir=str(out),
+        resumed_from=result.resumed_from,
+        config=model_cfg.to_dict(),
     )
 
 
 SWEEP_KEYS = ("lr", "weight_decay", "warmup", "beta2", "min_lr_ratio")
 
 
-def sweep(train_paths, out_dir, model_cfg, base: TrainOptions, grid: dict, *, val_paths=None, force: bool = False,
-          device: str = "cpu", progress: ProgressCallback = silent) -> dict:
+def sweep(
+    train_paths,
+    out_dir,
+    model_cfg,
+    base: TrainOptions,
+    grid: dict,
+    *,
+    val_paths=None,
+    force: bool = False,
+    device: str = "cpu",
+    progress: ProgressCallback = silent,
+) -> dict:
     """Run the grid sequentially (one folder and one sweep.csv row per run); pick the lowest val loss."""
     from copy import deepcopy
 
     unknown = set(grid) - set(SWEEP_KEYS)
     if unknown or not grid:
-        raise UsageError(f"sweep grid keys must be among {', '.join(SWEEP_KEYS)} (got {', '.join(sorted(grid)) or 'none'})")
+        raise UsageError(
+            f"sweep grid keys must be among {', '.join(SWEEP_KEYS)} (got {', '.join(sorted(grid)) or 'none'})"
+        )
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise DataError(f"sweep grid: '{key}' must be a non-empty list")
@@ -195,10 +244,25 @@ def sweep(train_paths, out_dir, model_cfg, base: TrainOptions, grid: dict, *, va
         opts = deepcopy(base)
         for key, value in zip(keys, values):
             setattr(opts, key, type(getattr(opts, key))(value) if getattr(opts, key) is not None else value)
-        run = train_model(train_paths, out / f"run-{number:03d}", deepcopy(model_cfg), opts, val_paths=val_paths,
-                          force=force, device=device)
-        rows.append({"run": number, **dict(zip(keys, values)), "val_loss": run.val_loss,
-                     "val_exact_state": run.val_exact_state, "val_label_acc": run.val_label_acc, "steps": run.steps})
+        run = train_model(
+            train_paths,
+            out / f"run-{number:03d}",
+            deepcopy(model_cfg),
+            opts,
+            val_paths=val_paths,
+            force=force,
+            device=device,
+        )
+        rows.append(
+            {
+                "run": number,
+                **dict(zip(keys, values)),
+                "val_loss": run.val_loss,
+                "val_exact_state": run.val_exact_state,
+                "val_label_acc": run.val_label_acc,
+                "steps": run.steps,
+            }
+        )
         progress("sweep", number + 1, len(combos))
     with open(out / "sweep.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
@@ -230,7 +294,7 @@ def load_model(path: str | os.PathLike, data_spec: dict | None = None, device: s
         require_same_spec(saved_spec.get("data", {}), data_spec, str(path), "the data")
     tensors, _ = checkpoint.load(path, expected_spec=checkpoint_spec(saved_spec.get("data", {}), cfg.to_dict()))
     model = build_model(cfg)
-    state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    state = {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")}
     try:
         model.load_state_dict(state)
     except RuntimeError as exc:

@@ -86,13 +86,15 @@ def _layer(cfg: ModelConfig, d: int, heads: int) -> nn.Module:
     if cfg.arch in ("slice", "slice-diag"):
         from methodkit.tools.chess_wm.models.slice import SLiCELayer
 
-        return SLiCELayer(d, block_size=8 if cfg.arch == "slice" else 1, ff_mult=cfg.ff_mult, dropout=cfg.dropout,
-                          kernel=cfg.kernel)
+        return SLiCELayer(
+            d, block_size=8 if cfg.arch == "slice" else 1, ff_mult=cfg.ff_mult, dropout=cfg.dropout, kernel=cfg.kernel
+        )
     if cfg.arch in ("gdn", "gdn-pos"):
         from methodkit.tools.chess_wm.models.gdn import GDNLayer
 
-        return GDNLayer(d, heads, neg_eigval=cfg.arch == "gdn", ff_mult=cfg.ff_mult, dropout=cfg.dropout,
-                        kernel=cfg.kernel)
+        return GDNLayer(
+            d, heads, neg_eigval=cfg.arch == "gdn", ff_mult=cfg.ff_mult, dropout=cfg.dropout, kernel=cfg.kernel
+        )
     from methodkit.tools.chess_wm.models.mamba import MambaLayer
 
     return MambaLayer(d, mamba2=cfg.arch == "mamba2", ff_mult=cfg.ff_mult, dropout=cfg.dropout, kernel=cfg.kernel)
@@ -106,8 +108,14 @@ class TransformerBackbone(nn.Module):
         from methodkit.core.nn.transformer import DecoderTransformer, TransformerConfig
 
         d, layers, heads = SIZES[cfg.size]
-        tcfg = TransformerConfig(vocab_size=spec.VOCAB, d_model=d, n_layers=layers, n_heads=heads,
-                                 ffn_mult=float(cfg.ff_mult), max_len=cfg.max_len)
+        tcfg = TransformerConfig(
+            vocab_size=spec.VOCAB,
+            d_model=d,
+            n_layers=layers,
+            n_heads=heads,
+            ffn_mult=float(cfg.ff_mult),
+            max_len=cfg.max_len,
+        )
         self.net = DecoderTransformer(tcfg)
         del self.net.lm_head  # the world model has its own 1,878-logit head
         self.drop = nn.Dropout(cfg.dropout)

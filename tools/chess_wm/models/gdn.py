@@ -37,9 +37,18 @@ class CausalConv(nn.Module):
 
 
 class GatedDeltaNet(nn.Module):
-    def __init__(self, dim: int, n_heads: int, head_dim: int = 48, expand_v: float = 2.0,
-                 neg_eigval: bool = True, conv_width: int = 4, chunk_size: int = 64, kernel: str = "auto",
-                 norm_eps: float = 1e-6):
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        head_dim: int = 48,
+        expand_v: float = 2.0,
+        neg_eigval: bool = True,
+        conv_width: int = 4,
+        chunk_size: int = 64,
+        kernel: str = "auto",
+        norm_eps: float = 1e-6,
+    ):
         super().__init__()
         self.h, self.dk, self.dv = n_heads, head_dim, int(head_dim * expand_v)
         self.neg_eigval, self.chunk_size, self.kernel = neg_eigval, chunk_size, kernel
@@ -51,7 +60,11 @@ class GatedDeltaNet(nn.Module):
         self.b_proj = nn.Linear(dim, n_heads, bias=False)
         self.g_proj = nn.Linear(dim, vd, bias=False)
         self.o_proj = nn.Linear(vd, dim, bias=False)
-        self.q_conv, self.k_conv, self.v_conv = CausalConv(kd, conv_width), CausalConv(kd, conv_width), CausalConv(vd, conv_width)
+        self.q_conv, self.k_conv, self.v_conv = (
+            CausalConv(kd, conv_width),
+            CausalConv(kd, conv_width),
+            CausalConv(vd, conv_width),
+        )
         self.o_norm = RMSNorm(self.dv, norm_eps)
         # FLA's initialisation: A ~ U(0, 16), dt log-uniform in [1e-3, 0.1], dt_bias = softplus^-1(dt)
         self.A_log = nn.Parameter(torch.log(torch.empty(n_heads).uniform_(1e-4, 16)))
@@ -126,9 +139,10 @@ def delta_rule_chunk(q, k, v, beta, log_a, chunk_size: int = 64):
         v_new = u[:, :, i] - w[:, :, i] @ state
         out.append((q_i * decay[:, :, i, :, None].exp()) @ state + attn @ v_new)
         last = decay[:, :, i, -1]
-        state = state * last[..., None, None].exp() + (
-            k_i * (last[..., None] - decay[:, :, i]).exp()[..., None]
-        ).transpose(-1, -2) @ v_new
+        state = (
+            state * last[..., None, None].exp()
+            + (k_i * (last[..., None] - decay[:, :, i]).exp()[..., None]).transpose(-1, -2) @ v_new
+        )
     o = torch.stack(out, dim=2).reshape(bsz, h, n * c, dv)
     return o[:, :, :t]
 
@@ -136,8 +150,16 @@ def delta_rule_chunk(q, k, v, beta, log_a, chunk_size: int = 64):
 class GDNLayer(nn.Module):
     """pre-norm -> GatedDeltaNet -> residual -> pre-norm -> SwiGLU MLP -> residual (dropout on branches)."""
 
-    def __init__(self, dim: int, n_heads: int, neg_eigval: bool = True, ff_mult: int = 4, dropout: float = 0.1,
-                 kernel: str = "auto", norm_eps: float = 1e-6):
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        neg_eigval: bool = True,
+        ff_mult: int = 4,
+        dropout: float = 0.1,
+        kernel: str = "auto",
+        norm_eps: float = 1e-6,
+    ):
         super().__init__()
         from methodkit.tools.chess_wm.models.common import SwiGLUMLP
 

@@ -35,9 +35,19 @@ def rotate(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
 
 
 class Mamba3(nn.Module):
-    def __init__(self, dim: int, d_state: int = 128, expand: int = 2, head_dim: int = 64, rank: int = 4,
-                 mamba2: bool = False, conv_width: int = 4, chunk_size: int = 64, kernel: str = "auto",
-                 norm_eps: float = 1e-6):
+    def __init__(
+        self,
+        dim: int,
+        d_state: int = 128,
+        expand: int = 2,
+        head_dim: int = 64,
+        rank: int = 4,
+        mamba2: bool = False,
+        conv_width: int = 4,
+        chunk_size: int = 64,
+        kernel: str = "auto",
+        norm_eps: float = 1e-6,
+    ):
         super().__init__()
         self.d_inner = expand * dim
         if self.d_inner % head_dim:
@@ -159,8 +169,17 @@ class Mamba3(nn.Module):
 class MambaLayer(nn.Module):
     """pre-norm -> Mamba-3 (or Mamba-2) mixer -> residual -> pre-norm -> SwiGLU MLP -> residual."""
 
-    def __init__(self, dim: int, mamba2: bool = False, ff_mult: int = 4, dropout: float = 0.1,
-                 kernel: str = "auto", d_state: int = 128, rank: int = 4, norm_eps: float = 1e-6):
+    def __init__(
+        self,
+        dim: int,
+        mamba2: bool = False,
+        ff_mult: int = 4,
+        dropout: float = 0.1,
+        kernel: str = "auto",
+        d_state: int = 128,
+        rank: int = 4,
+        norm_eps: float = 1e-6,
+    ):
         super().__init__()
         from methodkit.tools.chess_wm.models.common import SwiGLUMLP
 

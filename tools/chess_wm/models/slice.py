@@ -17,8 +17,15 @@ from methodkit.core.nn.transformer import RMSNorm
 
 
 class SLiCE(nn.Module):
-    def __init__(self, dim: int, block_size: int = 8, init_std: float = 0.01, scale: float = 1.0,
-                 chunk_size: int = 256, kernel: str = "auto"):
+    def __init__(
+        self,
+        dim: int,
+        block_size: int = 8,
+        init_std: float = 0.01,
+        scale: float = 1.0,
+        chunk_size: int = 256,
+        kernel: str = "auto",
+    ):
         super().__init__()
         if dim % block_size:
             raise ValueError(f"d_model {dim} is not divisible by block size {block_size}")
@@ -73,8 +80,9 @@ class SLiCE(nn.Module):
         y = y0 if self.block_size == 1 else y0.reshape(bsz, -1, self.block_size)
         out = []
         for start in range(0, t, self.chunk_size):
-            mc, bc = scan_affine(m[:, start : start + self.chunk_size], b[:, start : start + self.chunk_size],
-                                 self.block_size == 1)
+            mc, bc = scan_affine(
+                m[:, start : start + self.chunk_size], b[:, start : start + self.chunk_size], self.block_size == 1
+            )
             ys = self._apply(mc, y.unsqueeze(1)) + bc
             out.append(ys.reshape(bsz, ys.shape[1], self.dim))
             y = ys[:, -1]
@@ -102,8 +110,16 @@ def scan_affine(m: torch.Tensor, b: torch.Tensor, diagonal: bool) -> tuple[torch
 class SLiCELayer(nn.Module):
     """pre-norm -> SLiCE -> residual -> RMSNorm -> GELU MLP -> residual (dropout on both branches)."""
 
-    def __init__(self, dim: int, block_size: int = 8, ff_mult: int = 4, dropout: float = 0.1,
-                 chunk_size: int = 256, kernel: str = "auto", norm_eps: float = 1e-6):
+    def __init__(
+        self,
+        dim: int,
+        block_size: int = 8,
+        ff_mult: int = 4,
+        dropout: float = 0.1,
+        chunk_size: int = 256,
+        kernel: str = "auto",
+        norm_eps: float = 1e-6,
+    ):
         super().__init__()
         self.norm1 = RMSNorm(dim, norm_eps)
         self.slice = SLiCE(dim, block_size, chunk_size=chunk_size, kernel=kernel)
@@ -114,5 +130,3 @@ class SLiCELayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.drop(self.slice(self.norm1(x)))
         return x + self.drop(self.token_mlp(self.norm2(x)))
-
-
