@@ -7,7 +7,7 @@ EXTRAS ?= all,test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
-APT_PACKAGES ?= dataset-fashion-mnist
+APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish
 
 .PHONY: install demo test test-all bench man completions check clean
 

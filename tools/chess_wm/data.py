@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io as _io
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -257,6 +258,8 @@ def iter_pgn_games(text: str, name: str, opts: PgnOptions, stats: BuildStats) ->
     import chess
     import chess.pgn
 
+    # python-chess logs every illegal SAN on its own logger; we count and report them instead
+    logging.getLogger("chess.pgn").setLevel(logging.CRITICAL)
     handle = _io.StringIO(text)
     number = 0
     while True:
@@ -280,12 +283,12 @@ def iter_pgn_games(text: str, name: str, opts: PgnOptions, stats: BuildStats) ->
         if headers.get("SetUp", "0").strip() == "1" or "FEN" in headers:
             _skip(stats, "setup", opts, name, number, offset, "starts from a set-up position")
             continue
-        if game.errors:
-            _skip(stats, "illegal", opts, name, number, offset, str(game.errors[0]))
-            continue
         moves = list(game.mainline_moves())
         if any(not move for move in moves):
             _skip(stats, "null_move", opts, name, number, offset, "contains a null move (-- or Z0)")
+            continue
+        if game.errors:
+            _skip(stats, "illegal", opts, name, number, offset, str(game.errors[0]))
             continue
         if not moves:
             _skip(stats, "empty", opts, name, number, offset, "no moves")
@@ -537,3 +540,13 @@ def write_games(
     except BaseException:
         writer.abort()
         raise
+
+
+def check_data_paths(paths) -> None:
+    """Fail early (before heavy imports) on a data folder that is not there or not finished."""
+    for path in paths:
+        folder = Path(path)
+        if not folder.exists():
+            raise DataError(f"{folder}: no such data folder")
+        if folder.is_dir() and not (folder / MANIFEST).exists():
+            raise DataError(f"{folder}: no {MANIFEST}; the folder is not a finished chess-wm data set")
