@@ -365,11 +365,12 @@ def train(
     follow the paper's rule (MD5(game_id) mod 10000 < 50) unless --val is given.
     """
     from methodkit.tools.chess_wm.data import check_data_paths
-    from methodkit.tools.chess_wm.models import ModelConfig
-    from methodkit.tools.chess_wm.training import TrainOptions, sweep, train_model
 
     run = Run.from_context()
     check_data_paths([*data, *val_paths])
+    from methodkit.tools.chess_wm.models import ModelConfig
+    from methodkit.tools.chess_wm.training import TrainOptions, sweep, train_model
+
     run.threads()
     device = _torch_device(run)
     cfg = ModelConfig(arch=arch, size=size, dropout=dropout, kernel=kernel)

@@ -193,6 +193,19 @@ def pack(games: list[Game], source: str, sha: str) -> dict:
     }
 
 
+def official_spec(ep: str) -> dict:
+    """The `spec` object of the official processor's JSONL lines (plus our ep convention)."""
+    return {
+        "move_vocab": spec.VOCAB,
+        "start_move_id": spec.START,
+        "pad_move_id": spec.PAD,
+        "state_len": spec.N_LABELS,
+        "piece_symbols": [".", "P", "N", "B", "R", "Q", "K", "p", "n", "b", "r", "q", "k"],
+        "square_order": "a8..h8,a7..h7,...,a1..h1",
+        "ep": ep,
+    }
+
+
 def to_official_record(game: Game, ep: str) -> dict:
     """The official repository's JSONL schema, one game per line."""
     return {
@@ -201,9 +214,9 @@ def to_official_record(game: Game, ep: str) -> dict:
         "states": game.states.tolist(),
         "steps": int(len(game.tokens)),
         "plies": int(game.plies),
-        "fullmoves": int(game.plies // 2),
+        "fullmoves": int((game.plies + 1) // 2),
         "result": game.result,
-        "spec": {"ep": ep, "vocab": spec.VOCAB, "n_labels": spec.N_LABELS},
+        "spec": official_spec(ep),
     }
 
 
