@@ -78,8 +78,21 @@ def main() -> int:
     paths = make_data(out, args)
     print(f"# data ready in {time.time() - started:.0f} s", flush=True)
     tests = {name: load_dataset(paths[name]) for name in ("book", "random")}
-    rows = []
     results = out / "results.csv"
+    rows = []
+    if results.exists():  # keep earlier runs of other (seed, arch) pairs
+        with open(results) as handle:
+            for r in csv.DictReader(handle):
+                if not (int(r["seed"]) in args.seeds and r["arch"] in args.archs):
+                    rows.append(
+                        {
+                            **r,
+                            "seed": int(r["seed"]),
+                            "loss": float(r["loss"]),
+                            "label_acc": float(r["label_acc"]),
+                            "exact_state": float(r["exact_state"]),
+                        }
+                    )
     for seed in args.seeds:
         for arch in args.archs:
             t0 = time.time()
@@ -121,7 +134,7 @@ def main() -> int:
                 writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
                 writer.writeheader()
                 writer.writerows(rows)
-    report_checks(rows, args.seeds)
+    report_checks(rows, sorted({int(r["seed"]) for r in rows}))
     return 0
 
 

@@ -73,7 +73,7 @@ def test_delta_rule_one_step_by_hand():
 @pytest.mark.parametrize("arch", ("transformer", *RECURRENT))
 def test_causal_and_padding_does_not_leak(arch):
     torch.manual_seed(3)
-    model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0)).eval()
+    model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0)).to("cpu").eval()  # .to: no name clash
     tokens = torch.randint(0, 20480, (1, 30))
     changed = tokens.clone()
     changed[0, 20:] = spec.PAD

@@ -61,7 +61,7 @@ class SLiCE(nn.Module):
             return self._recurrent(m, b, y0)
         return self._chunked(m, b, y0)
 
-    def _apply(self, m, y):
+    def _step(self, m, y):
         if self.block_size == 1:
             return m * y
         return (m @ y.unsqueeze(-1)).squeeze(-1)
@@ -71,7 +71,7 @@ class SLiCE(nn.Module):
         y = y0 if self.block_size == 1 else y0.reshape(bsz, -1, self.block_size)
         out = []
         for i in range(t):
-            y = self._apply(m[:, i], y) + b[:, i]
+            y = self._step(m[:, i], y) + b[:, i]
             out.append(y.reshape(bsz, self.dim))
         return torch.stack(out, dim=1)
 
@@ -83,7 +83,7 @@ class SLiCE(nn.Module):
             mc, bc = scan_affine(
                 m[:, start : start + self.chunk_size], b[:, start : start + self.chunk_size], self.block_size == 1
             )
-            ys = self._apply(mc, y.unsqueeze(1)) + bc
+            ys = self._step(mc, y.unsqueeze(1)) + bc
             out.append(ys.reshape(bsz, ys.shape[1], self.dim))
             y = ys[:, -1]
         return torch.cat(out, dim=1)
