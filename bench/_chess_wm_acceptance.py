@@ -1,0 +1,185 @@
+"""chess-wm acceptance protocol (issue 11, section 5); hours at full size, so not part of `make bench`.
+
+Full protocol (defaults): train on 40k `book` games truncated to 96 plies, d128/l1, batch 64,
+1 epoch, LR 3e-3, warmup 500, cosine floor 0.1; evaluate on 2k held-out `book` games and 2k
+`random` games (same truncation); seeds 0 1 2; all seven architectures. Then:
+  A1  GDN-neg and SLiCE-block: random CE <= 0.90 x Transformer's and labelwise acc >= +1.0 point
+  A2  random - book CE gap larger for the Transformer than for GDN-neg
+  A3  GDN-pos random CE >= GDN-neg's; diag-SLiCE >= block-SLiCE's (in >= 2/3 of seeds)
+
+    python -P bench/_chess_wm_acceptance.py --out acc            # the issue's protocol
+    python -P bench/_chess_wm_acceptance.py --out acc-tiny --train-games 1200 --test-games 200 \\
+        --max-plies 64 --size d64 --batch-size 32 --steps 120 --warmup 20 --seeds 0   # what we ran
+
+Writes OUT/results.csv (one row per seed x arch x split) and prints the table and the checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from pathlib import Path
+
+ARCHS = ["transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2"]
+
+
+def make_data(out: Path, args) -> dict[str, Path]:
+    from methodkit.tools.chess_wm import engine
+    from methodkit.tools.chess_wm.data import PgnOptions, build_from_pgn, write_games
+    from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
+
+    paths = {"train": out / "book-train", "book": out / "book-test", "random": out / "random-test"}
+    opts = SelfplayOptions(max_plies=args.max_plies)
+    for name, games, seed in (("train", args.train_games, 1000), ("book", args.test_games, 2000)):
+        if not (paths[name] / "manifest.json").exists():
+            text = "".join(selfplay_pgn(games, seed, opts))
+            build_from_pgn([(f"{name}.pgn", text.encode())], paths[name], opts=PgnOptions(max_plies=args.max_plies))
+    if not (paths["random"] / "manifest.json").exists():
+        write_games(
+            paths["random"],
+            engine.random_games(args.test_games, 3000, max_plies=args.max_plies),
+            source="random",
+            ep="potential",
+            max_plies=args.max_plies,
+        )
+    return paths
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--train-games", type=int, default=40_000)
+    parser.add_argument("--test-games", type=int, default=2_000)
+    parser.add_argument("--max-plies", type=int, default=96)
+    parser.add_argument("--size", default="d128")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=None, help="default: one epoch")
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--warmup", type=int, default=500)
+    parser.add_argument("--floor", type=float, default=0.1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--archs", nargs="+", default=ARCHS)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+
+    import torch
+
+    from methodkit.tools.chess_wm.data import load_dataset
+    from methodkit.tools.chess_wm.evaluation import evaluate_games
+    from methodkit.tools.chess_wm.models import ModelConfig
+    from methodkit.tools.chess_wm.training import TrainOptions, train_model
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    paths = make_data(out, args)
+    print(f"# data ready in {time.time() - started:.0f} s", flush=True)
+    tests = {name: load_dataset(paths[name]) for name in ("book", "random")}
+    results = out / "results.csv"
+    rows = []
+    if results.exists():  # keep earlier runs of other (seed, arch) pairs
+        with open(results) as handle:
+            for r in csv.DictReader(handle):
+                if not (int(r["seed"]) in args.seeds and r["arch"] in args.archs):
+                    rows.append(
+                        {
+                            **r,
+                            "seed": int(r["seed"]),
+                            "loss": float(r["loss"]),
+                            "label_acc": float(r["label_acc"]),
+                            "exact_state": float(r["exact_state"]),
+                        }
+                    )
+    for seed in args.seeds:
+        for arch in args.archs:
+            t0 = time.time()
+            opts = TrainOptions(
+                steps=args.steps,
+                epochs=1.0,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                warmup=args.warmup,
+                min_lr_ratio=args.floor,
+                log_every=10**9,
+                val_games=64,
+                max_plies=args.max_plies,
+                seed=seed,
+            )
+            run = train_model(
+                [paths["train"]], out / f"{arch}-s{seed}", ModelConfig(arch=arch, size=args.size), opts, force=True
+            )
+            from methodkit.tools.chess_wm.training import load_model
+
+            model, _, _ = load_model(out / f"{arch}-s{seed}")
+            for split, games in tests.items():
+                s = evaluate_games(model, games, batch_size=args.batch_size).summary
+                rows.append(
+                    {
+                        "seed": seed,
+                        "arch": arch,
+                        "split": split,
+                        "loss": s["loss"],
+                        "label_acc": s["label_acc"],
+                        "exact_state": s["exact_state"],
+                        "steps": run.steps,
+                        "train_s": round(run.seconds, 1),
+                    }
+                )
+                print("\t".join(str(v) for v in rows[-1].values()), flush=True)
+            print(f"# {arch} seed {seed}: {time.time() - t0:.0f} s", flush=True)
+            with open(results, "w", newline="") as handle:
+                writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(rows)
+    report_checks(rows, sorted({int(r["seed"]) for r in rows}))
+    return 0
+
+
+def report_checks(rows, seeds) -> None:
+    def get(seed, arch, split, key):
+        for r in rows:
+            if r["seed"] == seed and r["arch"] == arch and r["split"] == split:
+                return r[key]
+        return None
+
+    def mean(values):
+        values = [v for v in values if v is not None]
+        return sum(values) / len(values) if values else float("nan")
+
+    tr_ce = mean([get(s, "transformer", "random", "loss") for s in seeds])
+    tr_acc = mean([get(s, "transformer", "random", "label_acc") for s in seeds])
+    for arch in ("gdn", "slice"):
+        ce = mean([get(s, arch, "random", "loss") for s in seeds])
+        acc = mean([get(s, arch, "random", "label_acc") for s in seeds])
+        ok = ce <= 0.9 * tr_ce and acc >= tr_acc + 0.01
+        print(
+            f"A1 {arch}: random CE {ce:.4f} vs 0.90 x transformer {0.9 * tr_ce:.4f}; "
+            f"acc {acc:.4f} vs transformer + 1pt {tr_acc + 0.01:.4f} -> {'PASS' if ok else 'FAIL'}"
+        )
+    gap = {
+        a: mean(
+            [
+                get(s, a, "random", "loss") - get(s, a, "book", "loss")
+                for s in seeds
+                if get(s, a, "random", "loss") is not None
+            ]
+        )
+        for a in ("transformer", "gdn")
+    }
+    print(
+        f"A2 CE gap random-book: transformer {gap['transformer']:.4f} vs gdn {gap['gdn']:.4f} -> "
+        f"{'PASS' if gap['transformer'] > gap['gdn'] else 'FAIL'}"
+    )
+    for weak, strong in (("gdn-pos", "gdn"), ("slice-diag", "slice")):
+        wins = sum(1 for s in seeds if (get(s, weak, "random", "loss") or 0) >= (get(s, strong, "random", "loss") or 0))
+        print(
+            f"A3 {weak} >= {strong} random CE in {wins}/{len(seeds)} seeds -> "
+            f"{'PASS' if wins * 3 >= 2 * len(seeds) else 'FAIL'}"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

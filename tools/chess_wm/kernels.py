@@ -1,0 +1,563 @@
+"""Numba kernels of chess-wm: turning board snapshots into the 75 state labels.
+
+A snapshot row is 18 uint64: the 12 piece bitboards (white P N B R Q K, then black
+p n b r q k; python-chess squares, a1 = bit 0), side to move (0 white), castling
+bits (1 K, 2 Q, 4 k, 8 q), en-passant square (64 = none), halfmove clock,
+fullmove number. Python reads these integers off a python-chess board (cheap
+attribute reads); the per-square loop runs here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SNAP_WIDTH = 18
+
+
+@njit(cache=True)
+def encode_states(snaps):
+    """uint64 [N, 18] snapshots -> uint8 [N, 75] state labels (layout in spec.py)."""
+    n = snaps.shape[0]
+    out = np.zeros((n, 75), dtype=np.uint8)
+    for i in range(n):
+        for piece in range(12):
+            bb = snaps[i, piece]
+            square = 0
+            while bb != 0:
+                if bb & np.uint64(1):
+                    label = (7 - square // 8) * 8 + square % 8
+                    out[i, label] = piece + 1
+                bb = bb >> np.uint64(1)
+                square += 1
+        out[i, 64] = snaps[i, 12]
+        castle = snaps[i, 13]
+        for bit in range(4):
+            out[i, 65 + bit] = (castle >> np.uint64(bit)) & np.uint64(1)
+        ep = snaps[i, 14]
+        if ep < 64:
+            out[i, 69] = ep % 8 + 1
+            out[i, 70] = 1 if ep // 8 == 2 else 2
+        half = min(snaps[i, 15], np.uint64(65535))
+        full = min(snaps[i, 16], np.uint64(65535))
+        out[i, 71] = half >> np.uint64(8)
+        out[i, 72] = half & np.uint64(255)
+        out[i, 73] = full >> np.uint64(8)
+        out[i, 74] = full & np.uint64(255)
+    return out
+
+
+# ---------------------------------------------------------------- the move generator (mailbox, a1 = 0)
+#
+# board: int8[64], 0 empty, 1-6 white P N B R Q K, 7-12 black. st: int64[5] = side (0 white),
+# castling bits (1 K, 2 Q, 4 k, 8 q), potential en-passant square (-1 none), halfmove, fullmove.
+# A move is int32: from | to << 6 | promo << 12 (0 none, 1 q, 2 r, 3 b, 4 n) | flag << 15
+# (1 en-passant capture, 2 castling, 3 double push).
+
+KNIGHT_STEPS = np.array([[1, 2], [2, 1], [2, -1], [1, -2], [-1, -2], [-2, -1], [-2, 1], [-1, 2]], dtype=np.int64)
+KING_STEPS = np.array([[1, 0], [1, 1], [0, 1], [-1, 1], [-1, 0], [-1, -1], [0, -1], [1, -1]], dtype=np.int64)
+PROMO_TYPE = np.array([0, 5, 4, 3, 2], dtype=np.int64)  # promo code -> piece type (q r b n)
+ST_SIDE, ST_CASTLE, ST_EP, ST_HALF, ST_FULL = 0, 1, 2, 3, 4
+
+
+def _zobrist_tables():
+    rng = np.random.default_rng(20260530)
+    return rng.integers(1, 2**63, size=(13 * 64 + 1 + 16 + 8), dtype=np.int64).astype(np.uint64)
+
+
+ZOBRIST = _zobrist_tables()
+
+
+@njit(cache=True)
+def start_position():
+    board = np.zeros(64, dtype=np.int8)
+    back = np.array([4, 2, 3, 5, 6, 3, 2, 4], dtype=np.int8)
+    for f in range(8):
+        board[f] = back[f]
+        board[8 + f] = 1
+        board[48 + f] = 7
+        board[56 + f] = back[f] + 6
+    st = np.array([0, 15, -1, 0, 1], dtype=np.int64)
+    return board, st
+
+
+@njit(cache=True)
+def _color(piece):
+    return 0 if piece <= 6 else 1
+
+
+@njit(cache=True)
+def _kind(piece):
+    return (piece - 1) % 6 + 1
+
+
+@njit(cache=True)
+def attacked(board, sq, by):
+    """Is square `sq` attacked by side `by` (0 white, 1 black)?"""
+    f, r = sq % 8, sq // 8
+    off = 0 if by == 0 else 6
+    # pawns
+    if by == 0:
+        if r >= 1 and f >= 1 and board[sq - 9] == 1:
+            return True
+        if r >= 1 and f <= 6 and board[sq - 7] == 1:
+            return True
+    else:
+        if r <= 6 and f >= 1 and board[sq + 7] == 7:
+            return True
+        if r <= 6 and f <= 6 and board[sq + 9] == 7:
+            return True
+    for i in range(8):
+        nf, nr = f + KNIGHT_STEPS[i, 0], r + KNIGHT_STEPS[i, 1]
+        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == 2 + off:
+            return True
+        nf, nr = f + KING_STEPS[i, 0], r + KING_STEPS[i, 1]
+        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == 6 + off:
+            return True
+    for i in range(8):
+        df, dr = KING_STEPS[i, 0], KING_STEPS[i, 1]
+        diagonal = df != 0 and dr != 0
+        nf, nr = f + df, r + dr
+        while 0 <= nf < 8 and 0 <= nr < 8:
+            p = board[nr * 8 + nf]
+            if p != 0:
+                if _color(p) == by:
+                    k = _kind(p)
+                    if k == 5 or (diagonal and k == 3) or ((not diagonal) and k == 4):
+                        return True
+                break
+            nf += df
+            nr += dr
+    return False
+
+
+@njit(cache=True)
+def _king_square(board, side):
+    target = 6 if side == 0 else 12
+    for sq in range(64):
+        if board[sq] == target:
+            return sq
+    return -1
+
+
+@njit(cache=True)
+def _mv(frm, to, promo, flag):
+    return np.int32(frm | (to << 6) | (promo << 12) | (flag << 15))
+
+
+@njit(cache=True)
+def pseudo_moves(board, st, out):
+    """Pseudo-legal moves of the side to move into `out`; returns their number."""
+    side = st[ST_SIDE]
+    n = 0
+    for sq in range(64):
+        p = board[sq]
+        if p == 0 or _color(p) != side:
+            continue
+        k = _kind(p)
+        f, r = sq % 8, sq // 8
+        if k == 1:
+            fwd = 8 if side == 0 else -8
+            last = 7 if side == 0 else 0
+            home = 1 if side == 0 else 6
+            to = sq + fwd
+            if 0 <= to < 64 and board[to] == 0:
+                if to // 8 == last:
+                    for pc in range(1, 5):
+                        out[n] = _mv(sq, to, pc, 0)
+                        n += 1
+                else:
+                    out[n] = _mv(sq, to, 0, 0)
+                    n += 1
+                    if r == home and board[to + fwd] == 0:
+                        out[n] = _mv(sq, to + fwd, 0, 3)
+                        n += 1
+            for df in (-1, 1):
+                nf = f + df
+                if nf < 0 or nf > 7:
+                    continue
+                to = sq + fwd + df
+                if to < 0 or to > 63:
+                    continue
+                q = board[to]
+                if q != 0 and _color(q) != side:
+                    if to // 8 == last:
+                        for pc in range(1, 5):
+                            out[n] = _mv(sq, to, pc, 0)
+                            n += 1
+                    else:
+                        out[n] = _mv(sq, to, 0, 0)
+                        n += 1
+                elif q == 0 and to == st[ST_EP]:
+                    out[n] = _mv(sq, to, 0, 1)
+                    n += 1
+        elif k == 2 or k == 6:
+            for i in range(8):
+                if k == 2:
+                    nf, nr = f + KNIGHT_STEPS[i, 0], r + KNIGHT_STEPS[i, 1]
+                else:
+                    nf, nr = f + KING_STEPS[i, 0], r + KING_STEPS[i, 1]
+                if 0 <= nf < 8 and 0 <= nr < 8:
+                    q = board[nr * 8 + nf]
+                    if q == 0 or _color(q) != side:
+                        out[n] = _mv(sq, nr * 8 + nf, 0, 0)
+                        n += 1
+        else:
+            for i in range(8):
+                df, dr = KING_STEPS[i, 0], KING_STEPS[i, 1]
+                diagonal = df != 0 and dr != 0
+                if (k == 3 and not diagonal) or (k == 4 and diagonal):
+                    continue
+                nf, nr = f + df, r + dr
+                while 0 <= nf < 8 and 0 <= nr < 8:
+                    q = board[nr * 8 + nf]
+                    if q == 0 or _color(q) != side:
+                        out[n] = _mv(sq, nr * 8 + nf, 0, 0)
+                        n += 1
+                    if q != 0:
+                        break
+                    nf += df
+                    nr += dr
+    # castling: rights, empty squares between, king not passing through attacked squares
+    c = st[ST_CASTLE]
+    base = 0 if side == 0 else 56
+    king = 6 if side == 0 else 12
+    rook = 4 if side == 0 else 10
+    enemy = 1 - side
+    kbit, qbit = (1, 2) if side == 0 else (4, 8)
+    if board[base + 4] == king:
+        if (c & kbit) and board[base + 7] == rook and board[base + 5] == 0 and board[base + 6] == 0:
+            if (
+                not attacked(board, base + 4, enemy)
+                and not attacked(board, base + 5, enemy)
+                and not attacked(board, base + 6, enemy)
+            ):
+                out[n] = _mv(base + 4, base + 6, 0, 2)
+                n += 1
+        if (
+            (c & qbit)
+            and board[base] == rook
+            and board[base + 1] == 0
+            and board[base + 2] == 0
+            and board[base + 3] == 0
+        ):
+            if (
+                not attacked(board, base + 4, enemy)
+                and not attacked(board, base + 3, enemy)
+                and not attacked(board, base + 2, enemy)
+            ):
+                out[n] = _mv(base + 4, base + 2, 0, 2)
+                n += 1
+    return n
+
+
+@njit(cache=True)
+def _clear_rights(c, sq):
+    if sq == 0:
+        c &= ~2
+    elif sq == 7:
+        c &= ~1
+    elif sq == 56:
+        c &= ~8
+    elif sq == 63:
+        c &= ~4
+    return c
+
+
+@njit(cache=True)
+def make_move(board, st, move):
+    """Play `move` in place (board and st)."""
+    frm, to = move & 63, (move >> 6) & 63
+    promo, flag = (move >> 12) & 7, move >> 15
+    side = st[ST_SIDE]
+    p = board[frm]
+    captured = board[to]
+    board[to] = p if promo == 0 else PROMO_TYPE[promo] + (0 if side == 0 else 6)
+    board[frm] = 0
+    if flag == 1:  # en passant: the captured pawn is behind the target square
+        board[to - 8 if side == 0 else to + 8] = 0
+        captured = 1
+    elif flag == 2:  # castling: move the rook too
+        if to % 8 == 6:
+            board[to - 1] = board[to + 1]
+            board[to + 1] = 0
+        else:
+            board[to + 1] = board[to - 2]
+            board[to - 2] = 0
+    c = _clear_rights(_clear_rights(st[ST_CASTLE], frm), to)
+    if _kind(p) == 6:
+        c &= ~3 if side == 0 else ~12
+    st[ST_CASTLE] = c
+    st[ST_EP] = (frm + to) // 2 if flag == 3 else -1
+    st[ST_HALF] = 0 if (_kind(p) == 1 or captured != 0) else st[ST_HALF] + 1
+    if side == 1:
+        st[ST_FULL] += 1
+    st[ST_SIDE] = 1 - side
+
+
+@njit(cache=True)
+def legal_moves(board, st, out):
+    """Legal moves into `out` (pseudo-legal moves that leave the mover's king safe); returns their number."""
+    buf = np.empty(256, dtype=np.int32)
+    m = pseudo_moves(board, st, buf)
+    side = st[ST_SIDE]
+    b2 = np.empty(64, dtype=np.int8)
+    s2 = np.empty(5, dtype=np.int64)
+    n = 0
+    for i in range(m):
+        b2[:] = board
+        s2[:] = st
+        make_move(b2, s2, buf[i])
+        if not attacked(b2, _king_square(b2, side), 1 - side):
+            out[n] = buf[i]
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def perft_kernel(board, st, depth):
+    """Leaf count of the legal move tree (iterative, bulk-counted at the last ply)."""
+    moves = np.empty((depth + 1, 256), dtype=np.int32)
+    if depth == 0:
+        return 1
+    n0 = legal_moves(board, st, moves[0])
+    if depth == 1:
+        return n0
+    boards = np.empty((depth + 1, 64), dtype=np.int8)
+    sts = np.empty((depth + 1, 5), dtype=np.int64)
+    counts = np.zeros(depth + 1, dtype=np.int64)
+    index = np.zeros(depth + 1, dtype=np.int64)
+    boards[0] = board
+    sts[0] = st
+    counts[0] = n0
+    total = 0
+    level = 0
+    while level >= 0:
+        if index[level] >= counts[level]:
+            level -= 1
+            continue
+        move = moves[level, index[level]]
+        index[level] += 1
+        boards[level + 1] = boards[level]
+        sts[level + 1] = sts[level]
+        make_move(boards[level + 1], sts[level + 1], move)
+        n = legal_moves(boards[level + 1], sts[level + 1], moves[level + 1])
+        if level + 2 == depth:
+            total += n
+        else:
+            counts[level + 1] = n
+            index[level + 1] = 0
+            level += 1
+    return total
+
+
+@njit(cache=True)
+def _has_legal_ep(legal, n):
+    for i in range(n):
+        if legal[i] >> 15 == 1:
+            return True
+    return False
+
+
+@njit(cache=True)
+def position_key(board, st, legal_ep):
+    """Zobrist key of python-chess's transposition key (ep square only when an ep capture is legal)."""
+    h = np.uint64(0)
+    for sq in range(64):
+        if board[sq] != 0:
+            h ^= ZOBRIST[board[sq] * 64 + sq]
+    if st[ST_SIDE] == 1:
+        h ^= ZOBRIST[13 * 64]
+    h ^= ZOBRIST[13 * 64 + 1 + st[ST_CASTLE]]
+    if legal_ep and st[ST_EP] >= 0:
+        h ^= ZOBRIST[13 * 64 + 17 + st[ST_EP] % 8]
+    return h
+
+
+@njit(cache=True)
+def insufficient_material(board):
+    """python-chess's is_insufficient_material (both sides lack mating material)."""
+    counts = np.zeros(13, dtype=np.int64)
+    light_b, dark_b = 0, 0
+    for sq in range(64):
+        p = board[sq]
+        counts[p] += 1
+        if p == 3 or p == 9:
+            if (sq // 8 + sq % 8) % 2 == 1:
+                light_b += 1
+            else:
+                dark_b += 1
+    for side in range(2):
+        off = 0 if side == 0 else 6
+        eoff = 6 - off
+        if counts[1 + off] + counts[4 + off] + counts[5 + off] > 0:
+            return False
+        own = counts[1 + off] + counts[2 + off] + counts[3 + off] + counts[4 + off] + counts[5 + off] + 1
+        if counts[2 + off] > 0:
+            enemy_other = counts[1 + eoff] + counts[2 + eoff] + counts[3 + eoff] + counts[4 + eoff]
+            if not (own <= 2 and enemy_other == 0):
+                return False
+        elif counts[3 + off] > 0:
+            same_color = light_b == 0 or dark_b == 0
+            if not (same_color and counts[1] + counts[7] == 0 and counts[2] + counts[8] == 0):
+                return False
+    return True
+
+
+@njit(cache=True)
+def encode_board(board, st, ep_square, out):
+    """The 75 labels of a position into `out` (uint8 row)."""
+    for sq in range(64):
+        out[(7 - sq // 8) * 8 + sq % 8] = board[sq]
+    out[64] = st[ST_SIDE]
+    for bit in range(4):
+        out[65 + bit] = (st[ST_CASTLE] >> bit) & 1
+    if ep_square >= 0:
+        out[69] = ep_square % 8 + 1
+        out[70] = 1 if ep_square // 8 == 2 else 2
+    else:
+        out[69] = 0
+        out[70] = 0
+    half = min(st[ST_HALF], 65535)
+    full = min(st[ST_FULL], 65535)
+    out[71] = half >> 8
+    out[72] = half & 255
+    out[73] = full >> 8
+    out[74] = full & 255
+
+
+@njit(cache=True)
+def _splitmix(state):
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def move_id(move):
+    """The task's token id of a move: (from*64 + to)*5 + promo."""
+    return ((move & 63) * 64 + ((move >> 6) & 63)) * 5 + ((move >> 12) & 7)
+
+
+@njit(cache=True)
+def play_random_game(seed, cap, ep_legal, tokens, states):
+    """One uniformly random game to its end with draw claims (python-chess semantics) or `cap` plies.
+
+    Fills tokens[1:n+1] (ids) and states[:n+1]; returns (n plies, status): 0 cut at cap,
+    1 checkmate, 2 stalemate, 3 insufficient material, 4 fifty-move claim, 5 threefold claim.
+    """
+    board, st = start_position()
+    rng = np.zeros(1, dtype=np.uint64)
+    rng[0] = seed
+    legal = np.empty(256, dtype=np.int32)
+    probe = np.empty(256, dtype=np.int32)
+    keys = np.zeros(cap + 1, dtype=np.uint64)
+    window = np.zeros(cap + 1, dtype=np.int64)
+    b2 = np.empty(64, dtype=np.int8)
+    s2 = np.empty(5, dtype=np.int64)
+    repeated = False
+    p = 0
+    status = 0
+    while True:
+        n = legal_moves(board, st, legal)
+        has_ep = _has_legal_ep(legal, n)
+        ep_sq = st[ST_EP] if (has_ep or not ep_legal) else -1
+        encode_board(board, st, ep_sq, states[p])
+        key = position_key(board, st, has_ep)
+        keys[p] = key
+        count = 0
+        for j in range(window[p], p + 1):
+            if keys[j] == key:
+                count += 1
+        if count >= 2:
+            repeated = True
+        if n == 0:
+            status = 1 if attacked(board, _king_square(board, st[ST_SIDE]), 1 - st[ST_SIDE]) else 2
+            break
+        if insufficient_material(board):
+            status = 3
+            break
+        if st[ST_HALF] >= 100:
+            status = 4
+            break
+        if st[ST_HALF] >= 99:
+            claim = False
+            for i in range(n):
+                m = legal[i]
+                if board[m & 63] == 1 or board[m & 63] == 7 or board[(m >> 6) & 63] != 0 or (m >> 15) == 1:
+                    continue
+                b2[:] = board
+                s2[:] = st
+                make_move(b2, s2, m)
+                if legal_moves(b2, s2, probe) > 0:
+                    claim = True
+                    break
+            if claim:
+                status = 4
+                break
+        if count >= 3:
+            status = 5
+            break
+        if repeated:
+            claim = False
+            for i in range(n):
+                b2[:] = board
+                s2[:] = st
+                make_move(b2, s2, legal[i])
+                k2 = legal_moves(b2, s2, probe)
+                nk = position_key(b2, s2, _has_legal_ep(probe, k2))
+                c2 = 0
+                for j in range(window[p], p + 1):
+                    if keys[j] == nk:
+                        c2 += 1
+                if c2 >= 2:
+                    claim = True
+                    break
+            if claim:
+                status = 5
+                break
+        if p >= cap:
+            status = 0
+            break
+        move = legal[int(_splitmix(rng) % np.uint64(n))]
+        frm, to = move & 63, (move >> 6) & 63
+        castle_before = st[ST_CASTLE]
+        zeroing = _kind(board[frm]) == 1 or board[to] != 0
+        make_move(board, st, move)
+        tokens[p + 1] = move_id(move)
+        p += 1
+        if zeroing or st[ST_CASTLE] != castle_before or has_ep:
+            window[p] = p
+            repeated = False
+        else:
+            window[p] = window[p - 1]
+    return p, status
+
+
+@njit(cache=True)
+def replay_legal_sets(move_ids, out_ids, out_offsets):
+    """Replay a game given as token ids; record the legal move ids at every ply (for parity tests).
+
+    Returns the number of plies replayed (stops early at an id that is not legal)."""
+    board, st = start_position()
+    legal = np.empty(256, dtype=np.int32)
+    pos = 0
+    out_offsets[0] = 0
+    for t in range(len(move_ids) + 1):
+        n = legal_moves(board, st, legal)
+        for i in range(n):
+            out_ids[pos] = move_id(legal[i])
+            pos += 1
+        out_offsets[t + 1] = pos
+        if t == len(move_ids):
+            return t
+        found = -1
+        for i in range(n):
+            if move_id(legal[i]) == move_ids[t]:
+                found = i
+        if found < 0:
+            return t
+        make_move(board, st, legal[found])
+    return len(move_ids)
