@@ -16,7 +16,8 @@ def window_codes_count(images, w, xi, lo_count, hi_count):
     n, h, wd = images.shape
     rows, cols = h - w + 1, wd - w + 1
     n_codes = xi ** (w * w)
-    per_window_max = 64
+    # at most n // lo_count cells of one window can be dense: the table never truncates
+    per_window_max = n // max(lo_count, 1) + 1
     out = np.zeros((rows * cols, per_window_max, 2), dtype=np.int64)
     found = np.zeros(rows * cols, dtype=np.int64)
     for window in prange(rows * cols):
@@ -31,7 +32,7 @@ def window_codes_count(images, w, xi, lo_count, hi_count):
             counts[code] += 1
         k = 0
         for code in range(n_codes):
-            if lo_count <= counts[code] <= hi_count and k < per_window_max:
+            if lo_count <= counts[code] <= hi_count:
                 out[window, k, 0] = code
                 out[window, k, 1] = counts[code]
                 k += 1

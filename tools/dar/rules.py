@@ -16,6 +16,8 @@ import numpy as np
 from methodkit.core.errors import DataError
 from methodkit.tools.dar import kernels
 
+Z_RANGE = (-3.0, 3.0)  # frequency coordinates are quantised on this z range, tails clipped
+
 
 @dataclass
 class Rule:
@@ -30,6 +32,7 @@ class Rule:
     entropy: float = 0.0
     members: int = 0
     pool: int = 0  # non-target members for the target it was ranked for
+    target: int | None = None
     cost: float = 0.0
     extra: dict = field(default_factory=dict)
 
@@ -85,10 +88,12 @@ def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
     """Boolean per image: inside the rule's cell (half-open intervals, the last level closed)."""
     if rule.op == "spatial":
         r, c, w = rule.window
-        lo = np.floor(np.asarray(rule.lo) * 256 - 1e-9).clip(0, 255).astype(np.int64)
+        # level l of xi holds pixels v with l/xi <= v/256 < (l+1)/xi (the kernel's quantisation)
+        lo = np.ceil(np.asarray(rule.lo) * 256 - 1e-9).clip(0, 255).astype(np.int64)
         hi = (np.ceil(np.asarray(rule.hi) * 256 - 1e-9) - 1).clip(0, 255).astype(np.int64)
         return kernels.match_window(np.ascontiguousarray(x_u8), r, c, w, lo, hi)
-    z = coordinates(x_u8, rule)
+    # z is clipped to the quantisation range [-3, 3) so the tail levels hold the tails (as in discover)
+    z = np.clip(coordinates(x_u8, rule), Z_RANGE[0], Z_RANGE[1] - 1e-9)
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
     return ((z >= lo) & (z < hi)).all(axis=1)
 
