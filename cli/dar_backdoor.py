@@ -55,8 +55,12 @@ def _data_error(message: str):
     return DataError(message)
 
 
-def _rule(run: Run, path: str, index: int):
+def _rule(run: Run, path: str | None, index: int):
     from methodkit.core import io
+    from methodkit.core.errors import UsageError
+
+    if not path:
+        raise UsageError("--rules PATH is required (rules JSONL from discover)")
     from methodkit.tools.dar.rules import Rule
 
     records = io.read_jsonl(run.input_bytes(path))
@@ -140,7 +144,7 @@ def discover_cmd(input, dataset, split, limit, op, window, block, xi, support, m
 @main.command("poison")
 @input_argument()
 @_dataset_options
-@click.option("--rules", "rules_path", required=True, metavar="PATH", help="Rules JSONL from discover.")
+@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
 @click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
@@ -173,7 +177,7 @@ def poison_cmd(
 @main.command("apply")
 @input_argument()
 @_dataset_options
-@click.option("--rules", "rules_path", required=True, metavar="PATH", help="Rules JSONL from discover.")
+@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
 @click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--kappa", type=float, default=0.5, show_default=True, help="0: cell centre, 1: minimal projection.")
 @click.option("--blend", type=float, default=1.0, show_default=True, help="Partial application (0..1).")
@@ -225,12 +229,12 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     from methodkit.tools.dar import victim
 
     run = Run.from_context()
+    x, y, _ = _images(run, input, dataset, split, limit, labels)
     if run.output == "-":
         raise UsageError("train needs -o MODEL.safetensors")
     if os.path.exists(run.output) and not run.force:
         raise UsageError(f"{run.output} exists; pass --force to overwrite")
     run.threads()
-    x, y, _ = _images(run, input, dataset, split, limit, labels)
     cfg = victim.VictimConfig(arch=arch, width=width, epochs=epochs, batch_size=batch_size, lr=lr,
                               temperature=temperature, alpha=alpha, augment=augment, seed=run.seed)  # fmt: skip
     cfg.check()
@@ -244,7 +248,7 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
 @main.command("eval")
 @input_argument()
 @_dataset_options
-@click.option("--model", "model_path", required=True, metavar="MODEL", help="A model from train.")
+@click.option("--model", "model_path", default=None, metavar="MODEL", help="A model from train (required).")
 @click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL (the DAR trigger).")
 @click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--trigger", type=click.Choice(["rule", "badnets", "blended"]), default="rule", show_default=True)
@@ -262,12 +266,14 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 
     run = Run.from_context()
     run.threads()
+    x, y, _ = _images(run, input, dataset, split, limit)
     if trigger == "rule" and not rules_path:
         raise UsageError("--trigger rule needs --rules PATH")
+    if not model_path:
+        raise UsageError("--model MODEL is required (a model from train)")
     model = victim.load(model_path)
     if not 0 <= target < model.config["classes"]:
         raise UsageError(f"--target {target} is not a class (the model has {model.config['classes']})")
-    x, y, _ = _images(run, input, dataset, split, limit)
     rule = _rule(run, rules_path, rule_index) if trigger == "rule" else trigger
     result = evaluate(model, x, y, rule, target, kappa, blend)
     run.emit_result(result)
