@@ -1,0 +1,325 @@
+"""dar-backdoor: DAR (Discover-and-Relabel), a label-only backdoor that survives clean distillation."""
+
+from __future__ import annotations
+
+import click
+
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+
+DEMO = [
+    DemoStep(
+        "dar-backdoor discover --dataset synthetic --limit 2000 --budget 20 --rank entropy --top 1",
+        "synthetic",
+        "entropy",
+        "entropy of the top rule",
+    ),
+]
+
+
+def _dataset_options(f):
+    f = click.option("--limit", type=click.IntRange(min=1), default=None, help="Use the first N images.")(f)
+    f = click.option("--split", type=click.Choice(["train", "test"]), default="train", show_default=True,
+                     help="Split of a built-in set.")(f)  # fmt: skip
+    f = click.option("--dataset", type=click.Choice(["fashion-mnist", "mnist5k", "synthetic"]), default=None,
+                     help="A built-in image set instead of INPUT.")(f)  # fmt: skip
+    return f
+
+
+def _images(run: Run, path: str, dataset: str | None, split: str, limit: int | None, labels: str | None = None):
+    """(x uint8 (N, H, W), y int64, name) from an NPZ INPUT or a built-in set; --labels replaces y."""
+    import numpy as np
+
+    from methodkit.core import io
+    from methodkit.tools.dar import data
+
+    if dataset:
+        x, y = data.load(dataset, split, limit, run.seed)
+        name = dataset
+    else:
+        source = run.input_bytes(path)
+        x, y = data.from_arrays(io.read_arrays(source), source.name)
+        x, y = (x[:limit], y[:limit]) if limit else (x, y)
+        name = source.name
+    if labels:
+        arrays = io.read_arrays(run.input_bytes(labels))
+        new = np.asarray(next(iter(arrays.values())) if "y" not in arrays else arrays["y"])
+        if new.shape != y.shape or not np.issubdtype(new.dtype, np.integer):
+            raise _data_error(f"{labels}: labels must be {len(y)} integers, got {new.dtype} {new.shape}")
+        y = new.astype(np.int64)
+    return x, y, name
+
+
+def _data_error(message: str):
+    from methodkit.core.errors import DataError
+
+    return DataError(message)
+
+
+def _rule(run: Run, path: str | None, index: int):
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+
+    if not path:
+        raise UsageError("--rules PATH is required (rules JSONL from discover)")
+    from methodkit.tools.dar.rules import Rule
+
+    records = io.read_jsonl(run.input_bytes(path))
+    if not records:
+        raise _data_error(f"{path}: no rule in the file")
+    if not 0 <= index < len(records):
+        raise _data_error(f"{path}: --rule-index {index} out of range (the file has {len(records)} rules)")
+    return Rule.from_dict(records[index], f"{path}: line {index + 1}")
+
+
+def _classes(y, classes: int | None) -> int:
+    return classes or int(y.max()) + 1
+
+
+@tool_group(name="dar-backdoor")
+def main():
+    """DAR: discover natural patterns, relabel their carriers, and trigger them at test time.
+
+    A label-only backdoor whose trigger lies in the support of clean data: `discover`
+    finds dense cells of low-dimensional subspaces (pixel windows or DCT blocks) that
+    cut across classes; `poison` relabels training images that already satisfy the rule
+    (pixels untouched); `apply` moves images into the cell (the test-time operator);
+    `train` trains a victim (or a clean KD student from a teacher); `eval` reports
+    C-Acc, ASR (non-target test images only), R-Acc and the natural-trigger rate;
+    `run` compares DAR with BadNets, Blended and random relabelling before and after
+    clean distillation.
+
+    \b
+    EXAMPLES
+      dar-backdoor discover --dataset fashion-mnist --limit 20000 --budget 200 > rules.jsonl
+      dar-backdoor poison --dataset fashion-mnist --limit 20000 --rules rules.jsonl --budget 200 -o poison.csv
+      dar-backdoor run --dataset fashion-mnist --limit 10000 --epochs 2 -o results.csv
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running (no rule passes the filters)
+      2  bad usage or bad input (missing x/y, labels out of range, --target not a class)
+      3  eval --fail-below-asr: the ASR is below the gate
+      130  interrupted
+    """
+
+
+@main.command("discover")
+@input_argument()
+@_dataset_options
+@click.option("--op", type=click.Choice(["spatial", "frequency"]), default="spatial", show_default=True)
+@click.option("--window", type=click.IntRange(min=1), default=3, show_default=True, help="Spatial window side w.")
+@click.option("--block", type=click.IntRange(min=1), default=2, show_default=True, help="DCT block side b.")
+@click.option("--xi", type=click.IntRange(min=2), default=None, help="Levels per coordinate [4 spatial, 6 frequency].")
+@click.option("--support", nargs=2, type=float, default=(0.005, 0.03), show_default=True, help="Dense support LO HI.")
+@click.option("--min-entropy", type=float, default=0.5, show_default=True, help="Least label entropy / log K.")
+@click.option("--target", type=int, default=0, show_default=True, help="Target class.")
+@click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rules to emit.")
+@click.option("--rank", type=click.Choice(["cost", "entropy"]), default="cost", show_default=True,
+              help="Order: cheapest trigger first, or most class-blind first.")  # fmt: skip
+@click.option("--kappa", type=float, default=0.5, show_default=True, help="Operator strength for the cost.")
+@common_options("output", "force", "seed", "threads", "meta", "quiet", "verbose")
+def discover_cmd(input, dataset, split, limit, op, window, block, xi, support, min_entropy, target, budget, top, rank,
+                 kappa, **_):  # fmt: skip
+    """Rank dense cells (rules) for a target class; writes rules JSONL, one rule a line."""
+    from methodkit.core import io
+    from methodkit.tools.dar.discover import DiscoverConfig, discover
+    from methodkit.tools.dar.poison import resolve_budget
+
+    run = Run.from_context()
+    run.threads()
+    x, y, _ = _images(run, input, dataset, split, limit)
+    cfg = DiscoverConfig(op=op, window=window, block=block, xi=xi, s_lo=support[0], s_hi=support[1],
+                         min_entropy=min_entropy, target=target, budget=resolve_budget(budget, len(x)), top=top,
+                         kappa=kappa, rank=rank)  # fmt: skip
+    with run.progress() as cb:
+        rules = discover(x, y, cfg, progress=cb)
+    text = "".join(io.dumps_json(r.to_dict()) + "\n" for r in rules)
+    run.write_meta()
+    with io.atomic_write(run.output, binary=False, force=run.force) as handle:
+        handle.write(text)
+
+
+@main.command("poison")
+@input_argument()
+@_dataset_options
+@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
+@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--target", type=int, default=0, show_default=True, help="Target class.")
+@click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
+@click.option("--classes", type=click.IntRange(min=2), default=None, help="Class count [max label + 1].")
+@click.option("--labels-out", metavar="PATH", default=None, help="Also write the whole poisoned label vector (NPY).")
+@click.option("--manifest", metavar="PATH", default=None, help="Write poison.json (count, pool, image hash) here.")
+@common_options("output", "format", "force", "seed", "meta", "quiet", "verbose")
+def poison_cmd(
+    input, dataset, split, limit, rules_path, rule_index, target, budget, classes, labels_out, manifest, **_
+):
+    """Relabel rule members to the target (label-only); writes index,old_label,new_label rows."""
+    from methodkit.core import io
+    from methodkit.tools.dar.poison import poison, resolve_budget
+
+    run = Run.from_context()
+    x, y, _ = _images(run, input, dataset, split, limit)
+    rule = _rule(run, rules_path, rule_index)
+    result = poison(x, y, rule, target, resolve_budget(budget, len(x)), _classes(y, classes))
+    for message in result.warnings:
+        from methodkit.cli._common import warn
+
+        warn(run.tool, message)
+    if labels_out:
+        io.write_arrays(labels_out, {"y": result.labels}, force=run.force)
+    if manifest:
+        io.write_json(result.manifest(), manifest, force=run.force)
+    run.emit_table(result.table())
+
+
+@main.command("apply")
+@input_argument()
+@_dataset_options
+@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
+@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--kappa", type=float, default=0.5, show_default=True, help="0: cell centre, 1: minimal projection.")
+@click.option("--blend", type=float, default=1.0, show_default=True, help="Partial application (0..1).")
+@common_options("output", "force", "meta", "quiet", "verbose")
+def apply_cmd(input, dataset, split, limit, rules_path, rule_index, kappa, blend, **_):
+    """Apply the rule's operator T_kappa; writes NPZ (x triggered, y, satisfied) and prints validity JSON."""
+    import sys
+
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.dar.rules import apply, satisfies
+
+    run = Run.from_context()
+    if run.output == "-" and sys.stdout.isatty():
+        raise UsageError("refusing to write binary npz to a terminal; pass -o FILE or pipe the output")
+    x, y, _ = _images(run, input, dataset, split, limit)
+    rule = _rule(run, rules_path, rule_index)
+    moved = apply(x, rule, kappa, blend)
+    ok = satisfies(moved, rule)
+    io.write_arrays(run.output, {"x": moved, "y": y, "satisfied": ok}, force=run.force)
+    validity = float(ok.mean())
+    if validity < 0.9:
+        from methodkit.cli._common import warn
+
+        warn(run.tool, f"trigger validity {validity:.3f} < 0.9 after clipping and uint8 quantisation")
+
+
+@main.command("train")
+@input_argument()
+@_dataset_options
+@click.option("--labels", metavar="PATH", default=None, help="Poisoned labels (NPY/NPZ 'y') replacing the set's.")
+@click.option("--teacher", metavar="MODEL", default=None, help="Clean KD from this teacher (true labels).")
+@click.option("--arch", type=click.Choice(["cnn-s", "cnn-xs", "resnet8"]), default="cnn-s", show_default=True)
+@click.option("--width", type=click.IntRange(min=1), default=32, show_default=True, help="Channel scale w.")
+@click.option("--epochs", type=float, default=6, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--lr", type=float, default=0.05, show_default=True)
+@click.option("--temperature", type=float, default=4.0, show_default=True, help="KD temperature T.")
+@click.option("--alpha", type=float, default=0.9, show_default=True, help="KD weight of the KL term.")
+@click.option("--augment", default="", help="crop2, flip or crop2,flip.")
+@click.option("--classes", type=click.IntRange(min=2), default=None, help="Class count [max label + 1].")
+@common_options("output", "force", "seed", "threads", "meta", "quiet", "verbose")
+def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs, batch_size, lr, temperature, alpha,
+              augment, classes, **_):  # fmt: skip
+    """Train a victim (-o MODEL.safetensors + .json sidecar); prints the training summary JSON."""
+    import os
+
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.dar import victim
+
+    run = Run.from_context()
+    x, y, _ = _images(run, input, dataset, split, limit, labels)
+    if run.output == "-":
+        raise UsageError("train needs -o MODEL.safetensors")
+    if os.path.exists(run.output) and not run.force:
+        raise UsageError(f"{run.output} exists; pass --force to overwrite")
+    run.threads()
+    cfg = victim.VictimConfig(arch=arch, width=width, epochs=epochs, batch_size=batch_size, lr=lr,
+                              temperature=temperature, alpha=alpha, augment=augment, seed=run.seed)  # fmt: skip
+    cfg.check()
+    t = victim.load(teacher) if teacher else None
+    with run.progress() as cb:
+        model, summary = victim.fit(x, y, cfg, _classes(y, classes), teacher=t, progress=cb)
+    model.save(run.output)
+    run.emit_result({"model": run.output, "arch": arch, "kd": t is not None, **summary}, output="-")
+
+
+@main.command("eval")
+@input_argument()
+@_dataset_options
+@click.option("--model", "model_path", default=None, metavar="MODEL", help="A model from train (required).")
+@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL (the DAR trigger).")
+@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--trigger", type=click.Choice(["rule", "badnets", "blended"]), default="rule", show_default=True)
+@click.option("--target", type=int, default=0, show_default=True, help="Target class.")
+@click.option("--kappa", type=float, default=0.5, show_default=True)
+@click.option("--blend", type=float, default=1.0, show_default=True)
+@click.option("--fail-below-asr", type=float, default=None, help="Exit 3 when the ASR is below this.")
+@common_options("output", "format", "force", "threads", "meta", "quiet", "verbose", formats=("json",))
+def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, trigger, target, kappa, blend,
+             fail_below_asr, **_):  # fmt: skip
+    """C-Acc, ASR, R-Acc, natural-trigger rate and per-class ASR of a model, as one JSON line."""
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.dar import victim
+    from methodkit.tools.dar.evaluate import evaluate
+
+    run = Run.from_context()
+    run.threads()
+    x, y, _ = _images(run, input, dataset, split, limit)
+    if trigger == "rule" and not rules_path:
+        raise UsageError("--trigger rule needs --rules PATH")
+    if not model_path:
+        raise UsageError("--model MODEL is required (a model from train)")
+    model = victim.load(model_path)
+    if not 0 <= target < model.config["classes"]:
+        raise UsageError(f"--target {target} is not a class (the model has {model.config['classes']})")
+    rule = _rule(run, rules_path, rule_index) if trigger == "rule" else trigger
+    result = evaluate(model, x, y, rule, target, kappa, blend)
+    run.emit_result(result)
+    if fail_below_asr is not None and result["asr"] < fail_below_asr:
+        raise CheckFailed(f"ASR {result['asr']:.4f} is below --fail-below-asr {fail_below_asr}")
+
+
+@main.command("run")
+@click.option("--dataset", type=click.Choice(["fashion-mnist", "mnist5k", "synthetic"]), default="fashion-mnist",
+              show_default=True)  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=1), default=20000, show_default=True, help="Train images.")
+@click.option("--test-limit", type=click.IntRange(min=1), default=None, help="Test images [all].")
+@click.option("--op", type=click.Choice(["spatial", "frequency"]), default="spatial", show_default=True)
+@click.option("--rank", type=click.Choice(["cost", "entropy"]), default="cost", show_default=True)
+@click.option("--target", type=int, default=0, show_default=True)
+@click.option("--budget", type=float, default=0.01, show_default=True)
+@click.option("--epochs", type=float, default=6, show_default=True, help="Teacher and student epochs.")
+@click.option("--width", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--alpha", type=float, default=0.9, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 0..N-1.")
+@click.option("--methods", default="clean,dar,badnets,blended,random", show_default=True)
+@common_options("output", "format", "force", "threads", "meta", "quiet", "verbose")
+def run_cmd(dataset, limit, test_limit, op, rank, target, budget, epochs, width, alpha, seeds, methods, **_):
+    """The whole comparison; one CSV row per (method, stage, seed)."""
+    import pandas as pd
+
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.dar import data
+    from methodkit.tools.dar.discover import DiscoverConfig
+    from methodkit.tools.dar.pipeline import METHODS, RunConfig, run
+    from methodkit.tools.dar.poison import resolve_budget
+    from methodkit.tools.dar.victim import VictimConfig
+
+    r = Run.from_context()
+    r.threads()
+    chosen = tuple(m for m in methods.split(",") if m)
+    if set(chosen) - set(METHODS):
+        raise UsageError(
+            f"--methods: unknown {', '.join(sorted(set(chosen) - set(METHODS)))} (known: {', '.join(METHODS)})"
+        )
+    x, y = data.load(dataset, "train", limit)
+    xt, yt = data.load(dataset, "test", test_limit)
+    classes = int(max(y.max(), yt.max())) + 1
+    cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank), VictimConfig(width=width, epochs=epochs),
+                    VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alpha),
+                    budget=resolve_budget(budget, len(x)), seeds=tuple(range(seeds)), methods=chosen)  # fmt: skip
+    with r.progress() as cb:
+        result = run(x, y, xt, yt, classes, cfg, progress=cb)
+    r.emit_table(pd.DataFrame(result.rows))

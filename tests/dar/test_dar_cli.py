@@ -1,0 +1,96 @@
+"""dar-backdoor through the installed executable."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    from methodkit.tools.dar import data
+
+    d = tmp_path_factory.mktemp("dar")
+    x, y, _ = data.synthetic(1500, seed=0)
+    np.savez(d / "train.npz", x=x, y=y)
+    xt, yt, _ = data.synthetic(300, seed=1)
+    np.savez(d / "test.npz", x=xt, y=yt)
+    np.savez(d / "noy.npz", x=x)
+    np.savez(d / "badlabels.npz", x=x, y=y.astype(float))
+    return d
+
+
+def _discover(run_cli, work, *extra):
+    return run_cli(["dar-backdoor", "discover", work / "train.npz", "--budget", "15", "--rank", "entropy",
+                    "--top", "3", "-q", *extra])  # fmt: skip
+
+
+def test_help(run_cli):
+    proc = run_cli(["dar-backdoor", "--help"])
+    assert proc.returncode == 0 and b"EXIT STATUS" in proc.stdout
+    for verb in ("discover", "poison", "apply", "train", "eval", "run"):
+        assert verb in proc.stdout.decode()
+
+
+def test_discover_stdin_stdout_and_same_bytes(run_cli, work):
+    a = run_cli(
+        ["dar-backdoor", "discover", "--budget", "15", "--top", "3", "-q"], input=(work / "train.npz").read_bytes()
+    )
+    b = _discover(run_cli, work)
+    c = _discover(run_cli, work)
+    assert a.returncode == 0 and b.stdout == c.stdout
+    rules = [json.loads(line) for line in b.stdout.decode().splitlines()]
+    assert len(rules) == 3 and all(r["op"] == "spatial" and r["entropy"] >= 0.5 for r in rules)
+
+
+def test_pipeline_poison_train_eval(run_cli, shell, work, one_line_error):
+    rules = work / "rules.jsonl"
+    rules.write_bytes(_discover(run_cli, work).stdout)
+    out, manifest, labels = work / "p.csv", work / "p.json", work / "y.npy"
+    proc = run_cli(["dar-backdoor", "poison", work / "train.npz", "--rules", rules, "--budget", "15",
+                    "--manifest", manifest, "--labels-out", labels, "-o", out])  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert out.read_text().splitlines()[0] == "index,old_label,new_label" and len(out.read_text().splitlines()) == 16
+    record = json.loads(manifest.read_text())
+    assert record["relabelled"] == 15 and record["pixels_changed"] is False
+    # nothing is overwritten without --force
+    before = out.read_bytes()
+    again = run_cli(["dar-backdoor", "poison", work / "train.npz", "--rules", rules, "-o", out])
+    assert again.returncode == 2 and out.read_bytes() == before
+    model = work / "m.safetensors"
+    proc = run_cli(["dar-backdoor", "train", work / "train.npz", "--labels", labels, "--arch", "cnn-xs",
+                    "--width", "2", "--epochs", "0.3", "-q", "-o", model])  # fmt: skip
+    assert proc.returncode == 0 and model.exists() and (work / "m.json").exists()
+    proc = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules])
+    metrics = json.loads(proc.stdout)
+    assert {"c_acc", "asr", "r_acc", "natural_trigger_rate", "per_class_asr"} <= set(metrics)
+    gate = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules,
+                    "--fail-below-asr", "1.01"])  # fmt: skip
+    assert gate.returncode == 3 and b"below --fail-below-asr" in gate.stderr
+    bad = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules, "--target", "12"])
+    one_line_error(bad, "dar-backdoor", "--target 12 is not a class")
+    quiet = shell(f"dar-backdoor poison {work / 'train.npz'} --rules {rules} | head -1")
+    assert quiet.returncode == 0 and quiet.stderr == b"" and quiet.stdout == b"index,old_label,new_label\n"
+
+
+def test_apply_writes_triggered_npz(run_cli, work):
+    rules = work / "rules2.jsonl"
+    rules.write_bytes(_discover(run_cli, work).stdout)
+    out = work / "a.npz"
+    proc = run_cli(["dar-backdoor", "apply", work / "test.npz", "--rules", rules, "-o", out])
+    assert proc.returncode == 0
+    arrays = np.load(out)
+    assert arrays["x"].shape == (300, 28, 28) and arrays["satisfied"].all()
+
+
+def test_bad_inputs(run_cli, work, one_line_error):
+    proc = run_cli(["dar-backdoor", "discover", work / "noy.npz"])
+    one_line_error(proc, "dar-backdoor", "array 'y' missing")
+    proc = run_cli(["dar-backdoor", "discover", work / "badlabels.npz"])
+    one_line_error(proc, "dar-backdoor", "labels must be integers")
+    proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--target", "10"])
+    one_line_error(proc, "dar-backdoor", "--target 10 is not a class")
+    proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--min-entropy", "0.9999"])
+    one_line_error(proc, "dar-backdoor", "no rule passes", "widen --support", code=1)

@@ -1,0 +1,168 @@
+"""Rule discovery: CLIQUE-style dense cells in low-dimensional subspaces, ranked for a target class.
+
+Spatial: every w x w window (stride 1), pixels quantised to xi levels on [0, 1]; frequency: b x b
+blocks of z-scored DCT-II coefficients with 1 <= u + v <= H/2, xi levels on [-3, 3]. A cell is
+dense when its support is in [s_lo, s_hi]. Candidates must have label entropy >= min_entropy
+(the pattern cuts across classes) and a non-target pool >= budget; they are ranked by operator
+cost (mean ||T(x) - x||_2 on held-out images) ascending, support descending.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from methodkit.core.errors import RunFailure, UsageError
+from methodkit.core.progress import ProgressCallback, silent
+from methodkit.tools.dar import kernels
+from methodkit.tools.dar.rules import Z_RANGE, Rule, apply, dct2
+
+OPERATORS = ("spatial", "frequency")
+RANKINGS = ("cost", "entropy")
+
+
+@dataclass
+class DiscoverConfig:
+    op: str = "spatial"
+    window: int = 3
+    block: int = 2
+    xi: int | None = None  # default 4 (spatial), 6 (frequency)
+    s_lo: float = 0.005
+    s_hi: float = 0.03
+    min_entropy: float = 0.5
+    target: int = 0
+    budget: int = 0  # relabels wanted; 0 -> 1% of n
+    top: int = 20
+    kappa: float = 0.5
+    cost_images: int = 1000
+    rank: str = "cost"  # cost (ascending; the issue's reading) | entropy (descending: most class-blind first)
+
+    def levels(self) -> int:
+        return self.xi or (4 if self.op == "spatial" else 6)
+
+    def check(self) -> None:
+        if self.op not in OPERATORS:
+            raise UsageError(f"--op must be spatial or frequency, got {self.op!r}")
+        if self.rank not in RANKINGS:
+            raise UsageError(f"--rank must be one of {', '.join(RANKINGS)}, got {self.rank!r}")
+        if not 0 < self.s_lo <= self.s_hi < 1:
+            raise UsageError(f"--support needs 0 < LO <= HI < 1, got {self.s_lo}, {self.s_hi}")
+        if self.levels() < 2 or self.levels() ** (self.window**2 if self.op == "spatial" else self.block**2) > 2**24:
+            raise UsageError("--xi too large for the subspace (at most 2^24 cells)")
+
+
+def _entropy_rows(counts: np.ndarray, classes: int) -> np.ndarray:
+    """Normalised label entropy H(y | cell) / log K of each row of a (cells, K) count table."""
+    p = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1)
+    return h / math.log(classes)
+
+
+def _score(codes: np.ndarray, dense: np.ndarray, y: np.ndarray, classes: int, target: int):
+    """members, entropy, non-target pool of each dense code, from one subspace's per-image codes."""
+    position = {int(c): i for i, c in enumerate(dense)}
+    inside = np.isin(codes, dense)
+    rows = np.array([position[int(c)] for c in codes[inside]], dtype=np.int64)
+    table = np.bincount(rows * classes + y[inside], minlength=len(dense) * classes).reshape(len(dense), classes)
+    members = table.sum(axis=1)
+    return members, _entropy_rows(table.astype(np.float64), classes), members - table[:, target]
+
+
+def window_codes(x: np.ndarray, r: int, c: int, w: int, xi: int) -> np.ndarray:
+    """Cell code of every image for the window at (r, c): the kernel's quantisation, in NumPy."""
+    levels = (x[:, r : r + w, c : c + w].reshape(len(x), -1).astype(np.int64) * xi) // 256
+    return levels @ (xi ** np.arange(w * w - 1, -1, -1, dtype=np.int64))
+
+
+def spatial_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
+    n = len(x)
+    xi, w = cfg.levels(), cfg.window
+    dense = kernels.window_codes_count(
+        np.ascontiguousarray(x), w, xi, math.ceil(cfg.s_lo * n), math.floor(cfg.s_hi * n)
+    )
+    rules = []
+    windows = np.unique(dense[:, :2], axis=0) if len(dense) else np.zeros((0, 2), np.int64)
+    for r, c in windows:
+        cells = dense[(dense[:, 0] == r) & (dense[:, 1] == c)]
+        members, entropy, pool = _score(window_codes(x, r, c, w, xi), cells[:, 2], y, classes, cfg.target)
+        for (_, _, code, count), m, h, p in zip(cells, members, entropy, pool):
+            levels = np.array([(code // xi**k) % xi for k in reversed(range(w * w))])
+            rules.append(
+                Rule("spatial", (levels / xi).tolist(), ((levels + 1) / xi).tolist(), window=[int(r), int(c), w],
+                     support=int(count) / n, members=int(m), entropy=float(h), pool=int(p), target=cfg.target)
+            )  # fmt: skip
+    return rules
+
+
+def frequency_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
+    n, side = len(x), x.shape[1]
+    xi, b = cfg.levels(), cfg.block
+    coeffs = dct2(x / 255.0)
+    mean, sd = coeffs.mean(axis=0), coeffs.std(axis=0) + 1e-12
+    z = (coeffs - mean) / sd
+    edges = np.linspace(*Z_RANGE, xi + 1)
+    rules = []
+    for u in range(side - b + 1):
+        for v in range(side - b + 1):
+            if not 1 <= u + v <= side // 2:
+                continue
+            block = [(u + i, v + j) for i in range(b) for j in range(b)]
+            levels = np.stack([np.clip(np.digitize(z[:, a, c], edges[1:-1]), 0, xi - 1) for a, c in block], axis=1)
+            codes = levels @ (xi ** np.arange(len(block) - 1, -1, -1))
+            values, counts = np.unique(codes, return_counts=True)
+            keep = (counts >= cfg.s_lo * n) & (counts <= cfg.s_hi * n)
+            if not keep.any():
+                continue
+            members, entropy, pool = _score(codes, values[keep], y, classes, cfg.target)
+            for code, count, m, h, p in zip(values[keep], counts[keep], members, entropy, pool):
+                lv = np.array([(code // xi**k) % xi for k in reversed(range(len(block)))])
+                rules.append(
+                    Rule("frequency", edges[lv].tolist(), edges[lv + 1].tolist(), coeffs=[list(map(int, q)) for q in block],
+                         mean=[float(mean[a, c]) for a, c in block], sd=[float(sd[a, c]) for a, c in block],
+                         support=int(count) / n, members=int(m), entropy=float(h), pool=int(p), target=cfg.target)
+                )  # fmt: skip
+    return rules
+
+
+def discover(
+    x: np.ndarray,
+    y: np.ndarray,
+    cfg: DiscoverConfig,
+    held_out: np.ndarray | None = None,
+    classes: int | None = None,
+    progress: ProgressCallback = silent,
+) -> list[Rule]:
+    """Ranked rules for target cfg.target; raises RunFailure with the near misses when none passes."""
+    cfg.check()
+    classes = classes or int(y.max()) + 1
+    if not 0 <= cfg.target < classes:
+        raise UsageError(f"--target {cfg.target} is not a class (labels are 0..{classes - 1})")
+    budget = cfg.budget or max(1, int(0.01 * len(x)))
+    progress("candidates", 0, 1)
+    find = spatial_candidates if cfg.op == "spatial" else frequency_candidates
+    candidates = find(x, y, classes, cfg)
+    progress("candidates", 1, 1)
+    passed = [r for r in candidates if r.entropy >= cfg.min_entropy and r.pool >= budget]
+    if not passed:
+        near = sorted(candidates, key=lambda r: -min(r.entropy / cfg.min_entropy, 1) - min(r.pool / budget, 1))
+        best = (
+            ", ".join(f"support {r.support:.4f} entropy {r.entropy:.2f} pool {r.pool}" for r in near[:3])
+            or "no dense cell"
+        )
+        raise RunFailure(
+            f"no rule passes (entropy >= {cfg.min_entropy}, pool >= {budget}); best near misses: {best}; "
+            "widen --support or change --window/--op"
+        )
+    sample = (held_out if held_out is not None else x)[: cfg.cost_images]
+    for i, rule in enumerate(passed):
+        moved = apply(sample, rule, cfg.kappa)
+        rule.cost = float(np.linalg.norm((moved.astype(np.float64) - sample) / 255.0, axis=(1, 2)).mean())
+        progress("cost", i + 1, len(passed))
+    if cfg.rank == "cost":
+        passed.sort(key=lambda r: (r.cost, -r.support))
+    else:
+        passed.sort(key=lambda r: (-r.entropy, -r.support))
+    return passed[: cfg.top]

@@ -1,0 +1,50 @@
+"""Backdoor metrics (BackdoorBench conventions).
+
+C-Acc: clean test accuracy. ASR: share of test images with y != t whose triggered version is
+predicted t. R-Acc: share of triggered non-target images still predicted as their true label.
+Natural-trigger rate: share of clean test images that satisfy the rule and are predicted t.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from methodkit.core.errors import DataError
+from methodkit.tools.dar.rules import BASELINE_TRIGGERS, Rule, apply, satisfies
+
+
+def trigger(x_u8: np.ndarray, rule: Rule | str, kappa: float = 0.5, blend: float = 1.0) -> np.ndarray:
+    """The test-time trigger: the DAR operator T_kappa of a rule, or a baseline's stamp by name."""
+    if isinstance(rule, str):
+        return BASELINE_TRIGGERS[rule](x_u8)
+    return apply(x_u8, rule, kappa, blend)
+
+
+def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule: Rule | str, target: int, kappa: float = 0.5,
+             blend: float = 1.0) -> dict:  # fmt: skip
+    classes = model.config["classes"]
+    if x_u8.shape[1] != model.config["side"]:
+        raise DataError(f"model expects {model.config['side']}x{model.config['side']} images, got {x_u8.shape[1:]}")
+    if y.max() >= classes:
+        raise DataError(f"test labels reach {int(y.max())}, the model has {classes} classes")
+    others = y != target
+    if not others.any():
+        raise DataError(f"every test label is the target {target}: no non-target image to trigger")
+    clean = model.predict(x_u8)
+    triggered_x = trigger(x_u8[others], rule, kappa, blend)
+    triggered = model.predict(triggered_x)
+    hit = triggered == target
+    result = {
+        "c_acc": float((clean == y).mean()),
+        "asr": float(hit.mean()),
+        "r_acc": float((triggered == y[others]).mean()),
+        "n_test": int(len(y)),
+        "n_nontarget": int(others.sum()),
+        "per_class_asr": {int(c): float(hit[y[others] == c].mean()) for c in np.unique(y[others])},
+    }
+    if isinstance(rule, Rule):
+        natural = satisfies(x_u8, rule)
+        result["natural_trigger_rate"] = float((natural & (clean == target)).mean())
+        result["natural_members"] = int(natural.sum())
+        result["trigger_validity"] = float(satisfies(triggered_x, rule).mean())
+    return result

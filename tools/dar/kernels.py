@@ -1,0 +1,67 @@
+"""Numba kernels of dar: dense-cell counting per pixel window, and rule matching."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel=True)
+def window_codes_count(images, w, xi, lo_count, hi_count):
+    """For every w x w window (stride 1) of uint8 images (N, H, W), quantise its pixels to xi levels,
+    form the cell code, count codes over the images and return only the dense cells:
+    (window_row, window_col, code, count) with lo_count <= count <= hi_count.
+    No (N x windows) code matrix is materialised: each window counts into its own table.
+    """
+    n, h, wd = images.shape
+    rows, cols = h - w + 1, wd - w + 1
+    n_codes = xi ** (w * w)
+    # at most n // lo_count cells of one window can be dense: the table never truncates
+    per_window_max = n // max(lo_count, 1) + 1
+    out = np.zeros((rows * cols, per_window_max, 2), dtype=np.int64)
+    found = np.zeros(rows * cols, dtype=np.int64)
+    for window in prange(rows * cols):
+        r, c = window // cols, window % cols
+        counts = np.zeros(n_codes, dtype=np.int32)
+        for i in range(n):
+            code = 0
+            for y in range(w):
+                for x in range(w):
+                    level = (images[i, r + y, c + x] * xi) // 256
+                    code = code * xi + level
+            counts[code] += 1
+        k = 0
+        for code in range(n_codes):
+            if lo_count <= counts[code] <= hi_count:
+                out[window, k, 0] = code
+                out[window, k, 1] = counts[code]
+                k += 1
+        found[window] = k
+    total = found.sum()
+    result = np.empty((total, 4), dtype=np.int64)
+    pos = 0
+    for window in range(rows * cols):
+        for k in range(found[window]):
+            result[pos, 0] = window // cols
+            result[pos, 1] = window % cols
+            result[pos, 2] = out[window, k, 0]
+            result[pos, 3] = out[window, k, 1]
+            pos += 1
+    return result
+
+
+@njit(cache=True, parallel=True)
+def match_window(images, r, c, w, lo, hi):
+    """Boolean per image: every pixel of the window at (r, c) lies in [lo, hi] (pixel units, inclusive)."""
+    n = images.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    for i in prange(n):
+        ok = True
+        for y in range(w):
+            for x in range(w):
+                v = images[i, r + y, c + x]
+                j = y * w + x
+                if v < lo[j] or v > hi[j]:
+                    ok = False
+        out[i] = ok
+    return out

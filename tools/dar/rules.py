@@ -1,0 +1,133 @@
+"""Rules (dense cells of a subspace), their matching, and the test-time operators T_kappa.
+
+A spatial rule is a w x w pixel window with one interval per pixel (in [0, 1] units); a frequency
+rule is a b x b block of orthonormal 2-D DCT-II coefficients with intervals in z units (with the
+train mean/sd used). T_kappa moves each coordinate towards the cell centre m:
+T(x)_d = m_d + clip(x_d - m_d, -kappa h_d, kappa h_d); kappa = 0 sets it to the centre.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from methodkit.core.errors import DataError
+from methodkit.tools.dar import kernels
+
+Z_RANGE = (-3.0, 3.0)  # frequency coordinates are quantised on this z range, tails clipped
+
+
+@dataclass
+class Rule:
+    op: str  # spatial | frequency
+    lo: list  # per coordinate, [0, 1] pixels (spatial) or z units (frequency)
+    hi: list
+    window: list | None = None  # [row, col, w]
+    coeffs: list | None = None  # [[u, v], ...]
+    mean: list | None = None  # train mean/sd of the coefficients (frequency)
+    sd: list | None = None
+    support: float = 0.0
+    entropy: float = 0.0
+    members: int = 0
+    pool: int = 0  # non-target members for the target it was ranked for
+    target: int | None = None
+    cost: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_dict(cls, record: dict, name: str = "rule") -> Rule:
+        try:
+            rule = cls(**{k: record[k] for k in record if k in cls.__dataclass_fields__})
+        except TypeError as exc:
+            raise DataError(f"{name}: not a dar rule ({exc})") from None
+        if rule.op not in ("spatial", "frequency") or len(rule.lo) != len(rule.hi):
+            raise DataError(f"{name}: not a dar rule (op {rule.op!r}, {len(rule.lo)} lo / {len(rule.hi)} hi)")
+        if rule.op == "spatial" and not rule.window:
+            raise DataError(f"{name}: spatial rule without a window")
+        if rule.op == "frequency" and not (rule.coeffs and rule.mean and rule.sd):
+            raise DataError(f"{name}: frequency rule without coeffs/mean/sd")
+        return rule
+
+
+@functools.lru_cache(maxsize=8)
+def dct_matrix(n: int) -> np.ndarray:
+    """Orthonormal DCT-II basis D (n x n): coefficients = D x D^T, inverse = D^T c D."""
+    k = np.arange(n)[:, None]
+    i = np.arange(n)[None, :]
+    d = np.cos(np.pi * (2 * i + 1) * k / (2 * n)) * np.sqrt(2.0 / n)
+    d[0] /= np.sqrt(2.0)
+    return d
+
+
+def dct2(x: np.ndarray) -> np.ndarray:
+    d = dct_matrix(x.shape[-1])
+    return d @ x @ d.T
+
+
+def idct2(c: np.ndarray) -> np.ndarray:
+    d = dct_matrix(c.shape[-1])
+    return d.T @ c @ d
+
+
+def coordinates(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
+    """The rule's subspace coordinates (N, d): pixels in [0, 1], or z-scored DCT coefficients."""
+    if rule.op == "spatial":
+        r, c, w = rule.window
+        return x_u8[:, r : r + w, c : c + w].reshape(len(x_u8), -1) / 255.0
+    coeffs = dct2(x_u8 / 255.0)
+    values = np.stack([coeffs[:, u, v] for u, v in rule.coeffs], axis=1)
+    return (values - np.asarray(rule.mean)) / np.asarray(rule.sd)
+
+
+def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
+    """Boolean per image: inside the rule's cell (half-open intervals, the last level closed)."""
+    if rule.op == "spatial":
+        r, c, w = rule.window
+        # level l of xi holds pixels v with l/xi <= v/256 < (l+1)/xi (the kernel's quantisation)
+        lo = np.ceil(np.asarray(rule.lo) * 256 - 1e-9).clip(0, 255).astype(np.int64)
+        hi = (np.ceil(np.asarray(rule.hi) * 256 - 1e-9) - 1).clip(0, 255).astype(np.int64)
+        return kernels.match_window(np.ascontiguousarray(x_u8), r, c, w, lo, hi)
+    # z is clipped to the quantisation range [-3, 3) so the tail levels hold the tails (as in discover)
+    z = np.clip(coordinates(x_u8, rule), Z_RANGE[0], Z_RANGE[1] - 1e-9)
+    lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
+    return ((z >= lo) & (z < hi)).all(axis=1)
+
+
+def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) -> np.ndarray:
+    """T_kappa of every image (uint8 out), changing only the rule's subspace; `blend` < 1 is partial."""
+    lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    z = coordinates(x_u8, rule)
+    moved = centre + np.clip(z - centre, -kappa * half, kappa * half)
+    target = z + blend * (moved - z)
+    out = x_u8.astype(np.float64) / 255.0
+    if rule.op == "spatial":
+        r, c, w = rule.window
+        out[:, r : r + w, c : c + w] = target.reshape(-1, w, w)
+    else:
+        coeffs = dct2(out)
+        for j, (u, v) in enumerate(rule.coeffs):
+            coeffs[:, u, v] = target[:, j] * rule.sd[j] + rule.mean[j]
+        out = idct2(coeffs)
+    return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
+
+
+def badnets(x_u8: np.ndarray) -> np.ndarray:
+    """BadNets: a 3x3 white patch at the bottom-right corner."""
+    out = x_u8.copy()
+    out[:, -4:-1, -4:-1] = 255
+    return out
+
+
+def blended(x_u8: np.ndarray, alpha: float = 0.2, seed: int = 12345) -> np.ndarray:
+    """Blended: a fixed uniform-noise pattern mixed in with weight alpha."""
+    pattern = np.random.default_rng(seed).random(x_u8.shape[1:])
+    return np.clip(np.rint(((1 - alpha) * x_u8 / 255.0 + alpha * pattern) * 255), 0, 255).astype(np.uint8)
+
+
+BASELINE_TRIGGERS = {"badnets": badnets, "blended": blended}
