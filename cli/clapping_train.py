@@ -62,6 +62,7 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
     split = [c for c in (categorical or "").split(",") if c]
     if task == "digits":
         if input != "-":
+            run.input_bytes(input)  # a missing file is reported as such first
             raise click.UsageError("--task digits reads scikit-learn's digits; INPUT is for mlp-csv and charlm")
         return tasks.digits_data(seed)
     if task == "mlp-csv":
@@ -188,14 +189,18 @@ def run_cmd(
     from methodkit.tools.clapping.pipeline import RunConfig, simulate
 
     run = Run.from_context()
+    fields = RunConfig.__dataclass_fields__
+    cfg = RunConfig(task=task, **{k: v for k, v in options.items() if k in fields and k != "seed"}, seed=run.seed)
+    data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the run folder with -o DIR")
     if Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
         raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite")
-    fields = RunConfig.__dataclass_fields__
-    cfg = RunConfig(task=task, **{k: v for k, v in options.items() if k in fields and k != "seed"}, seed=run.seed)
-    data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
+    from methodkit.tools.clapping.tasks import partition
+
+    cfg.validate(len(data.x_train))  # bad settings fail before anything is created
+    partition(cfg.blocks, cfg.stages)
     torch.set_num_threads(1)
     Path(folder).mkdir(parents=True, exist_ok=True)
     with run.progress() as progress:

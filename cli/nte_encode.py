@@ -141,9 +141,7 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
 
 @main.command("encode")
 @input_argument()
-@click.option(
-    "--key", "key_path", required=True, type=click.Path(dir_okay=False), help="Key file from 'nte-encode key'."
-)
+@click.option("--key", "key_path", type=click.Path(dir_okay=False), help="Key file from 'nte-encode key' (required).")
 @click.option("--psnr", type=float, default=20.0, show_default=True, help="Target PSNR in dB (data range 1).")
 @click.option(
     "--noise",
@@ -163,8 +161,10 @@ def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, **_):
     from methodkit.tools.nte.encode import encode
 
     run = Run.from_context()
-    key = _load_key(run, key_path)
     x, y = _load_images(run, None if input == "-" and dataset else input, dataset, limit, "INPUT")
+    if not key_path:
+        raise click.UsageError("Missing option '--key' (a key file from 'nte-encode key')")
+    key = _load_key(run, key_path)
     w_pixel = None
     if model:
         from methodkit.tools.nte.zoo import load_model
@@ -211,9 +211,9 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
     from methodkit.tools.nte.zoo import load_model
 
     run = Run.from_context()
+    cipher = io.read_arrays(run.input_bytes(input))
     if not auth and not unauth:
         raise click.UsageError("name at least one model with --auth or --unauth")
-    cipher = io.read_arrays(run.input_bytes(input))
     if "view" not in cipher:
         raise DataError(f"{input}: not an nte ciphertext (no 'view'); make one with 'nte-encode encode'")
     x, y = _load_images(run, clean_path, clean_dataset, limit, "--clean")
@@ -244,7 +244,7 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
 
 @main.command("attack")
 @input_argument()
-@click.option("--method", required=True, help="blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K].")
+@click.option("--method", help="blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K].")
 @click.option(
     "--public", "public_path", type=click.Path(dir_okay=False), help="Public clean images NPZ (wiener, geig)."
 )
@@ -274,6 +274,8 @@ def attack_cmd(
     if "view" not in cipher:
         raise DataError(f"{input}: not an nte ciphertext (no 'view'); make one with 'nte-encode encode'")
     view = cipher["view"]
+    if not method:
+        raise UsageError("Missing option '--method' (blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K])")
     name, _, value = method.partition(":")
     report: dict = {"method": method}
     if name in attacks.FILTERS:

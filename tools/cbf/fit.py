@@ -468,8 +468,12 @@ def run(cohort: Cohort, opts: FitOptions, *, seed: int = 0, progress=silent, max
     if opts.model in models.GRADIENT_MODELS:
         import torch
 
-        torch.set_default_dtype(torch.float64)
-        table = fit_gradient(cohort, opts, progress)
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)  # the reference graph runs in float64; restored after
+        try:
+            table = fit_gradient(cohort, opts, progress)
+        finally:
+            torch.set_default_dtype(previous)
     else:
         if opts.objective != "responses":
             raise UsageError(f"--objective {opts.objective} needs a likelihood model (cbf or kf), not {opts.model}")
