@@ -102,8 +102,6 @@ def _load_images(run: Run, path: str | None, dataset: str | None, limit: int | N
 @common_options("output", "force", "meta", "quiet", "verbose")
 def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_abs, min_dim, strict, **_):
     """Extract the key (null-space basis) of a model's stem: INPUT is a zoo model (.safetensors)."""
-    import numpy as np
-
     from methodkit.cli._common import warn
     from methodkit.core import io
     from methodkit.core.errors import DataError
@@ -136,7 +134,6 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
     with io.atomic_write(run.output, force=run.force) as handle:
         handle.write(key.to_npz_bytes())
     run.emit_result({"key": run.output, **key.to_dict()}, output="-")
-    del np
 
 
 @main.command("encode")
