@@ -25,17 +25,32 @@ from pathlib import Path
 ARCHS = ["transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2"]
 
 
-def make_data(out: Path, args) -> dict[str, Path]:
-    from methodkit.tools.chess_wm import engine
-    from methodkit.tools.chess_wm.data import PgnOptions, build_from_pgn, write_games
+CHUNK = 2_500  # games per self-play chunk; chunk k plays with seed base + k, whatever --jobs is
+
+
+def _selfplay_chunk(job) -> str:
     from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
 
+    games, seed, max_plies = job
+    return "".join(selfplay_pgn(games, seed, SelfplayOptions(max_plies=max_plies)))
+
+
+def make_data(out: Path, args) -> dict[str, Path]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from methodkit.tools.chess_wm import engine
+    from methodkit.tools.chess_wm.data import PgnOptions, build_from_pgn, write_games
+
     paths = {"train": out / "book-train", "book": out / "book-test", "random": out / "random-test"}
-    opts = SelfplayOptions(max_plies=args.max_plies)
     for name, games, seed in (("train", args.train_games, 1000), ("book", args.test_games, 2000)):
-        if not (paths[name] / "manifest.json").exists():
-            text = "".join(selfplay_pgn(games, seed, opts))
-            build_from_pgn([(f"{name}.pgn", text.encode())], paths[name], opts=PgnOptions(max_plies=args.max_plies))
+        if (paths[name] / "manifest.json").exists():
+            continue
+        jobs = [(min(CHUNK, games - start), seed + k, args.max_plies) for k, start in enumerate(range(0, games, CHUNK))]
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            texts = list(pool.map(_selfplay_chunk, jobs))
+        build_from_pgn(
+            [(f"{name}.pgn", "".join(texts).encode())], paths[name], opts=PgnOptions(max_plies=args.max_plies)
+        )
     if not (paths["random"] / "manifest.json").exists():
         write_games(
             paths["random"],
@@ -62,6 +77,9 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--archs", nargs="+", default=ARCHS)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=1, help="processes for book self-play")
+    parser.add_argument("--device", default="cpu", help="torch device for training and evaluation")
+    parser.add_argument("--data-only", action="store_true", help="build the data sets and stop")
     args = parser.parse_args()
 
     import torch
@@ -77,6 +95,8 @@ def main() -> int:
     started = time.time()
     paths = make_data(out, args)
     print(f"# data ready in {time.time() - started:.0f} s", flush=True)
+    if args.data_only:
+        return 0
     tests = {name: load_dataset(paths[name]) for name in ("book", "random")}
     results = out / "results.csv"
     rows = []
@@ -109,13 +129,18 @@ def main() -> int:
                 seed=seed,
             )
             run = train_model(
-                [paths["train"]], out / f"{arch}-s{seed}", ModelConfig(arch=arch, size=args.size), opts, force=True
+                [paths["train"]],
+                out / f"{arch}-s{seed}",
+                ModelConfig(arch=arch, size=args.size),
+                opts,
+                force=True,
+                device=args.device,
             )
             from methodkit.tools.chess_wm.training import load_model
 
-            model, _, _ = load_model(out / f"{arch}-s{seed}")
+            model, _, _ = load_model(out / f"{arch}-s{seed}", device=args.device)
             for split, games in tests.items():
-                s = evaluate_games(model, games, batch_size=args.batch_size).summary
+                s = evaluate_games(model, games, batch_size=args.batch_size, device=args.device).summary
                 rows.append(
                     {
                         "seed": seed,
