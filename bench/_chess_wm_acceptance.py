@@ -25,32 +25,16 @@ from pathlib import Path
 ARCHS = ["transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2"]
 
 
-CHUNK = 2_500  # games per self-play chunk; chunk k plays with seed base + k, whatever --jobs is
-
-
-def _selfplay_chunk(job) -> str:
-    from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
-
-    games, seed, max_plies = job
-    return "".join(selfplay_pgn(games, seed, SelfplayOptions(max_plies=max_plies)))
-
-
 def make_data(out: Path, args) -> dict[str, Path]:
-    from concurrent.futures import ProcessPoolExecutor
-
+    """Book games from the Numba book + heuristic player (train and held-out seeds differ), random games."""
     from methodkit.tools.chess_wm import engine
-    from methodkit.tools.chess_wm.data import PgnOptions, build_from_pgn, write_games
-
+    from methodkit.tools.chess_wm.data import write_games
     paths = {"train": out / "book-train", "book": out / "book-test", "random": out / "random-test"}
     for name, games, seed in (("train", args.train_games, 1000), ("book", args.test_games, 2000)):
-        if (paths[name] / "manifest.json").exists():
-            continue
-        jobs = [(min(CHUNK, games - start), seed + k, args.max_plies) for k, start in enumerate(range(0, games, CHUNK))]
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-            texts = list(pool.map(_selfplay_chunk, jobs))
-        build_from_pgn(
-            [(f"{name}.pgn", "".join(texts).encode())], paths[name], opts=PgnOptions(max_plies=args.max_plies)
-        )
+        if not (paths[name] / "manifest.json").exists():
+            book = engine.load_book(args.book)
+            produced = engine.book_games(games, seed, book=book, max_plies=args.max_plies)
+            write_games(paths[name], produced, source="book-numba", ep="potential", max_plies=args.max_plies)
     if not (paths["random"] / "manifest.json").exists():
         write_games(
             paths["random"],
@@ -64,7 +48,7 @@ def make_data(out: Path, args) -> dict[str, Path]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--train-games", type=int, default=40_000)
     parser.add_argument("--test-games", type=int, default=2_000)
     parser.add_argument("--max-plies", type=int, default=96)
@@ -77,10 +61,21 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--archs", nargs="+", default=ARCHS)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--jobs", type=int, default=1, help="processes for book self-play")
+    parser.add_argument("--book", default="/usr/share/games/gnuchess/book.bin", help="Polyglot book")
     parser.add_argument("--device", default="cpu", help="torch device for training and evaluation")
     parser.add_argument("--data-only", action="store_true", help="build the data sets and stop")
+    parser.add_argument(
+        "--merge", nargs="+", default=None, metavar="CSV", help="only report on these results.csv files"
+    )
     args = parser.parse_args()
+    if args.merge:  # runs split over processes (one per architecture, say): one table, one verdict
+        rows = [r for path in args.merge for r in read_results(Path(path))]
+        for r in sorted(rows, key=lambda r: (r["arch"], r["split"], r["seed"])):
+            print(
+                f"{r['arch']}\t{r['split']}\t{r['seed']}\t{r['loss']:.4f}\t{r['label_acc']:.4f}\t{r['exact_state']:.4f}"
+            )
+        report_checks(rows, sorted({r["seed"] for r in rows}))
+        return 0
 
     import torch
 
@@ -90,6 +85,8 @@ def main() -> int:
     from methodkit.tools.chess_wm.training import TrainOptions, train_model
 
     torch.set_num_threads(args.threads)
+    if not args.out:
+        parser.error("--out is required (or --merge CSV...)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -99,20 +96,8 @@ def main() -> int:
         return 0
     tests = {name: load_dataset(paths[name]) for name in ("book", "random")}
     results = out / "results.csv"
-    rows = []
-    if results.exists():  # keep earlier runs of other (seed, arch) pairs
-        with open(results) as handle:
-            for r in csv.DictReader(handle):
-                if not (int(r["seed"]) in args.seeds and r["arch"] in args.archs):
-                    rows.append(
-                        {
-                            **r,
-                            "seed": int(r["seed"]),
-                            "loss": float(r["loss"]),
-                            "label_acc": float(r["label_acc"]),
-                            "exact_state": float(r["exact_state"]),
-                        }
-                    )
+    keep = lambda r: not (r["seed"] in args.seeds and r["arch"] in args.archs)  # noqa: E731
+    rows = [r for r in read_results(results) if keep(r)]  # earlier runs of other (seed, arch) pairs
     for seed in args.seeds:
         for arch in args.archs:
             t0 = time.time()
@@ -161,6 +146,22 @@ def main() -> int:
                 writer.writerows(rows)
     report_checks(rows, sorted({int(r["seed"]) for r in rows}))
     return 0
+
+
+def read_results(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path) as handle:
+        return [
+            {
+                **r,
+                "seed": int(r["seed"]),
+                "loss": float(r["loss"]),
+                "label_acc": float(r["label_acc"]),
+                "exact_state": float(r["exact_state"]),
+            }
+            for r in csv.DictReader(handle)
+        ]
 
 
 def report_checks(rows, seeds) -> None:

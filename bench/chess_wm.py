@@ -2,6 +2,9 @@
 
 - random_play: seeded uniformly random games to their end with draw claims; Numba engine vs
   python-chess (`is_game_over(claim_draw=True)` + random legal move), 1 thread. size = plies.
+- book_selfplay: Polyglot book (Debian gnuchess-book) + heuristic player, 96-ply cap; the Numba
+  engine vs the python-chess player (generate.selfplay_pgn, PGN text). size = games; the last
+  column of the line after it is the projected time of 40k games (issue: <= 5 min).
 - encode_states: 75 labels per position; Numba kernel from snapshots vs the per-board
   python-chess loop. size = positions.
 - <family>_chunk_vs_step: one layer, B=32, T=256, d=128 (Mamba: B=8, T=128), forward + backward, 2 threads;
@@ -51,6 +54,18 @@ def bench_random_play(n_games: int = 20) -> None:
     per = 100_000
     print(f"random_play_per_{per}_plies\t{per}\t{t_ours * per:.4f}\t{t_ref * per:.4f}\t{t_ref / t_ours:.1f}")
     del chess
+
+
+def bench_book_selfplay(n_games: int = 200) -> None:
+    from methodkit.tools.chess_wm import engine
+    from methodkit.tools.chess_wm.generate import DEFAULT_BOOK, SelfplayOptions, selfplay_pgn
+
+    book = engine.load_book(DEFAULT_BOOK)
+    list(engine.book_games(2, 0, book=book, max_plies=96))  # compile
+    ours = _time(lambda: list(engine.book_games(n_games, 1, book=book, max_plies=96)))
+    ref = _time(lambda: "".join(selfplay_pgn(n_games, 1, SelfplayOptions(max_plies=96))))
+    print(f"book_selfplay\t{n_games}\t{ours:.4f}\t{ref:.4f}\t{ref / ours:.1f}")
+    print(f"book_selfplay_40k_projected_s\t40000\t{ours * 40_000 / n_games:.1f}\t{ref * 40_000 / n_games:.1f}\t-")
 
 
 def bench_encode(n_positions: int = 20_000) -> None:
@@ -119,6 +134,7 @@ def main() -> int:
     torch.set_num_threads(1)
     print("case\tsize\tours_s\tref_s\tratio")
     bench_random_play()
+    bench_book_selfplay()
     bench_encode()
     bench_kernels()
     return 0

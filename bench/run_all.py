@@ -16,7 +16,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    scripts = sorted(p for p in HERE.glob("*.py") if p.name != "run_all.py" and not p.name.startswith("_"))
+    scripts = sorted(  # _name: long studies; gpu_name: checks for a CUDA machine
+        p for p in HERE.glob("*.py") if p.name != "run_all.py" and not p.name.startswith(("_", "gpu_"))
+    )
     parts = [
         "# Benchmark results",
         "",

@@ -110,6 +110,7 @@ def main():
     \b
     EXAMPLES
       chess-wm selfplay --games 2000 | chess-wm build - -o book --max-plies 96
+      chess-wm selfplay --engine numba --games 40000 --max-plies 96 --data book
       chess-wm random --games 2000 --max-plies 96 -o rand
       chess-wm train book -o run-gdn --arch gdn --size d128 --batch-size 64 --lr 3e-3 --warmup 500
       chess-wm eval --checkpoint run-gdn book=book random=rand --out-dir eval
@@ -244,10 +245,11 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
 )
 @click.option(
     "--engine",
-    type=click.Choice(("heuristic", "stockfish", "auto")),
+    type=click.Choice(("numba", "heuristic", "stockfish", "auto")),
     default="heuristic",
     show_default=True,
-    help="Player after the book: heuristic (fast), Stockfish, or Stockfish when installed.",
+    help="Player after the book: the heuristic on the Numba engine (fastest), on python-chess, Stockfish, "
+    "or Stockfish when installed.",
 )
 @click.option("--stockfish", "stockfish_path", default=None, metavar="PATH", help="Stockfish binary [default: search].")
 @click.option("--max-plies", type=click.IntRange(min=1), default=400, show_default=True, help="Stop games here ('*').")
@@ -259,27 +261,43 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
     show_default=True,
     help="Gumbel noise scale (heuristic) or softmax temperature in pawns (Stockfish).",
 )
+@click.option(
+    "--data",
+    "data_dir",
+    default=None,
+    metavar="DIR",
+    help="--engine numba: write the games as a data folder here (no PGN unless -o names a file).",
+)
+@_ep_option
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature, **_):
+def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature, data_dir, ep, **_):
     """Play book-opening self-play games and write them as PGN (a synthetic human-proxy split).
 
     Each game draws its opening from a Polyglot book by entry weight until out of book,
     then continues with the heuristic player (capture value + check bonus + mobility +
     Gumbel noise) or Stockfish (softmax over 4 principal variations). Pipe the PGN into
-    'chess-wm build -'.
+    'chess-wm build -'. With --engine numba the same book + heuristic player runs in the
+    Numba engine (its own random stream, so other games for the same --seed than
+    --engine heuristic) and --data writes the games straight into a data folder.
     """
     from methodkit.core import io
     from methodkit.core.errors import UsageError
-    from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
 
     _require_chess()
     run = Run.from_context()
+    if data_dir is not None and engine != "numba":
+        raise UsageError("--data needs --engine numba (pipe the PGN of other engines into 'chess-wm build -')")
     try:
         low, high = (int(v) for v in nodes.split(","))
         if not 0 < low <= high:
             raise ValueError
     except ValueError:
         raise UsageError(f"--nodes must be MIN,MAX with 0 < MIN <= MAX, got {nodes!r}") from None
+    if engine == "numba":
+        _selfplay_numba(run, games, book, max_plies, temperature, data_dir, ep)
+        return
+    from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
+
     opts = SelfplayOptions(
         book=book or None,
         engine=engine,
@@ -293,6 +311,48 @@ def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature,
     run.write_meta()
     with io.atomic_write(run.output, force=run.force) as handle:
         handle.write(text.encode())
+
+
+def _selfplay_numba(run: Run, games, book, max_plies, temperature, data_dir, ep) -> None:
+    from methodkit.core import io
+    from methodkit.tools.chess_wm import engine as numba_engine
+    from methodkit.tools.chess_wm.data import write_games
+    from methodkit.tools.chess_wm.generate import pgn_of_games
+
+    polyglot = numba_engine.load_book(book) if book else None
+    params = numba_engine.HeuristicParams(temperature=temperature)
+    produced = numba_engine.book_games(games, run.seed, book=polyglot, max_plies=max_plies, params=params, ep=ep)
+    if data_dir is None:
+        with run.progress() as cb:
+            played = []
+            for game in produced:
+                played.append(game)
+                cb("selfplay", len(played), games)
+        run.write_meta()
+        with io.atomic_write(run.output, force=run.force) as handle:
+            handle.write("".join(pgn_of_games(played, "chess-wm selfplay (synthetic human-proxy, numba)")).encode())
+        return
+    kept: list = []  # the games, when -o also asks for their PGN
+
+    def keep(stream):
+        for game in stream:
+            kept.append(game)
+            yield game
+
+    with run.progress() as cb:
+        stats = write_games(
+            data_dir,
+            keep(produced) if run.output != "-" else produced,
+            source="book-numba",
+            ep=ep,
+            force=run.force,
+            extra={"seed": run.seed, "engine": "numba", "book": book or None, "temperature": temperature},
+            on_game=lambda k: cb("selfplay", k, games),
+        )
+    if run.output != "-":
+        with io.atomic_write(run.output, force=run.force) as handle:
+            handle.write("".join(pgn_of_games(kept, "chess-wm selfplay (synthetic human-proxy, numba)")).encode())
+    run.emit_result({"output": data_dir, "source": "book-numba", **stats.to_dict()}, output="-")
 
 
 # ---------------------------------------------------------------- models

@@ -107,26 +107,29 @@ def find_stockfish(path: str | None) -> str | None:
     return shutil.which("stockfish")
 
 
-def heuristic_move(board, rng: _random.Random, opts: SelfplayOptions):
-    """Capture value + check bonus + mobility of the moved piece from its target square + Gumbel noise."""
+def heuristic_score(board, move, opts: SelfplayOptions) -> float:
+    """Capture value + promotion gain + check bonus + mobility of the moved piece from its target square."""
     import chess
 
+    victim = board.piece_type_at(move.to_square)
+    if victim is None and board.is_en_passant(move):
+        victim = chess.PAWN
+    score = PIECE_VALUE.get(victim, 0.0) if victim else 0.0
+    if move.promotion:
+        score += PIECE_VALUE[move.promotion] - 1.0
+    if board.gives_check(move):
+        score += opts.check_bonus
+    kind = move.promotion or board.piece_type_at(move.from_square)
+    reach = _attacks(kind, board.turn, move.to_square, (board.occupied & ~chess.BB_SQUARES[move.from_square]))
+    return score + opts.mobility_weight * chess.popcount(reach)
+
+
+def heuristic_move(board, rng: _random.Random, opts: SelfplayOptions):
+    """The legal move of highest heuristic score + Gumbel noise (a softmax draw at `temperature`)."""
     best, best_score = None, -math.inf
-    occupied = board.occupied
     for move in board.legal_moves:
-        victim = board.piece_type_at(move.to_square)
-        if victim is None and board.is_en_passant(move):
-            victim = chess.PAWN
-        score = PIECE_VALUE.get(victim, 0.0) if victim else 0.0
-        if move.promotion:
-            score += PIECE_VALUE[move.promotion] - 1.0
-        if board.gives_check(move):
-            score += opts.check_bonus
-        kind = move.promotion or board.piece_type_at(move.from_square)
-        reach = _attacks(kind, board.turn, move.to_square, (occupied & ~chess.BB_SQUARES[move.from_square]))
-        score += opts.mobility_weight * chess.popcount(reach)
         u = rng.random()
-        score += -opts.temperature * math.log(-math.log(max(u, 1e-300)))
+        score = heuristic_score(board, move, opts) - opts.temperature * math.log(-math.log(max(u, 1e-300)))
         if score > best_score:
             best, best_score = move, score
     return best
@@ -259,6 +262,17 @@ def _pgn_text(moves, headers: dict) -> str:
         node = node.add_variation(move)
     exporter = chess.pgn.StringExporter(headers=True, variations=False, comments=False)
     return game.accept(exporter) + "\n\n"
+
+
+def pgn_of_games(games, event: str) -> list[str]:
+    """PGN text of generated data.Game records (token ids replayed through python-chess)."""
+    from methodkit.tools.chess_wm.board import id_to_move
+
+    out = []
+    for game in games:
+        moves = [id_to_move(int(t)) for t in game.tokens[1:]]
+        out.append(_pgn_text(moves, {"Event": event, "Round": game.game_id, "Result": game.result}))
+    return out
 
 
 def pgn_from_tokens(games) -> list[str]:
