@@ -5,9 +5,10 @@
 # Each architecture's process runs the seeds in turn and is stopped after SECONDS (default 3000);
 # what finished is reported. RESULTDIR gets one results-<arch>.csv each; the report goes to stdout.
 # ACC_ARGS adds options to every run (e.g. '--train-games 200 --steps 5' for a dry run).
+# ACC_ARCHS runs only these architectures (default: all seven).
 set -u
 work=$1 results=$2 device=${3:-cpu} book=${4:-/usr/share/games/gnuchess/book.bin} limit=${5:-3000} extra=${ACC_ARGS:-}
-archs="transformer slice slice-diag gdn gdn-pos mamba3 mamba2"
+archs=${ACC_ARCHS:-"transformer slice slice-diag gdn gdn-pos mamba3 mamba2"}
 mkdir -p "$work/data" "$results"
 python3 -P bench/_chess_wm_acceptance.py --out "$work/data" --book "$book" --data-only $extra || exit 1
 for arch in $archs; do

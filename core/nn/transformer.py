@@ -24,6 +24,7 @@ class TransformerConfig:
     rope_base: float = 10000.0
     norm_eps: float = 1e-6
     tie_embeddings: bool = False
+    dropout: float = 0.0  # on the embeddings and on both residual branches (GPT-2's placement)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -92,10 +93,11 @@ class Block(nn.Module):
         self.attn = Attention(cfg)
         self.ffn_norm = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.ffn = SwiGLU(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, cos, sin):
-        x = x + self.attn(self.attn_norm(x), cos, sin)
-        return x + self.ffn(self.ffn_norm(x))
+        x = x + self.drop(self.attn(self.attn_norm(x), cos, sin))
+        return x + self.drop(self.ffn(self.ffn_norm(x)))
 
 
 class DecoderTransformer(nn.Module):
@@ -107,6 +109,7 @@ class DecoderTransformer(nn.Module):
         self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.norm = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.drop = nn.Dropout(cfg.dropout)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight
@@ -119,7 +122,7 @@ class DecoderTransformer(nn.Module):
         t = tokens.shape[1]
         if t > self.cfg.max_len:
             raise ValueError(f"sequence length {t} exceeds max_len {self.cfg.max_len}")
-        x = self.embed(tokens)
+        x = self.drop(self.embed(tokens))
         cos, sin = self.rope_cos[:t], self.rope_sin[:t]
         for block in self.blocks:
             x = block(x, cos, sin)

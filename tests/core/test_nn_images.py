@@ -26,6 +26,20 @@ def test_transformer_is_causal():
     assert a.shape == (2, 12, 50)
 
 
+def test_transformer_dropout_acts_only_in_training():
+    torch.manual_seed(0)
+    cfg = dict(vocab_size=50, d_model=32, n_layers=2, n_heads=4, max_len=16)
+    plain = DecoderTransformer(TransformerConfig(**cfg))
+    dropped = DecoderTransformer(TransformerConfig(**cfg, dropout=0.3))
+    dropped.load_state_dict(plain.state_dict())
+    tokens = torch.randint(0, 50, (2, 12))
+    dropped.train()
+    assert not torch.allclose(dropped(tokens), dropped(tokens))  # a fresh mask each call
+    dropped.eval()
+    plain.eval()
+    torch.testing.assert_close(dropped(tokens), plain(tokens))
+
+
 def test_rope_preserves_norm_and_relative_angle():
     cos, sin = rope_tables(10, 8, 10000.0)
     q = torch.randn(1, 1, 10, 8)

@@ -115,10 +115,10 @@ class TransformerBackbone(nn.Module):
             n_heads=heads,
             ffn_mult=float(cfg.ff_mult),
             max_len=cfg.max_len,
+            dropout=cfg.dropout,
         )
         self.net = DecoderTransformer(tcfg)
         del self.net.lm_head  # the world model has its own 1,878-logit head
-        self.drop = nn.Dropout(cfg.dropout)
 
     def set_kernel(self, kernel: str) -> None:
         return None
