@@ -48,6 +48,7 @@ def main():
       concord-plan verify old.yaml new.yaml cluster.yaml --trials 3
       concord-plan sweep fx fx/edits.yaml --trials 3 -o sweep.csv
       concord-plan baseline model.yaml cluster.yaml | jq .step_s
+      concord-plan reference --check -o narayanan-check.csv
 
     \b
     OUR READING
@@ -71,7 +72,7 @@ def main():
       0  success
       1  no admitted or no feasible candidate (the closest miss is named), or a failure while running
       2  bad usage or an invalid spec (the key path is named)
-      3  verify found a mismatch, or plan --fail-below was not met
+      3  verify found a mismatch, plan --fail-below was not met, or reference --check missed a row
       130  interrupted
     """
 
@@ -290,6 +291,69 @@ def sweep_cmd(fixtures_dir, edits_path, trials, only, audit, **_):
     with run.progress() as cb:
         rows = sweep(fixtures, edits, trials=trials, audit_limit=limit, progress=cb)
     run.emit_table(pd.DataFrame(rows))
+
+
+@main.command("reference")
+@click.argument("table_path", metavar="[TABLE.yaml]", required=False, default=None)
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.2, show_default=True,
+              help="Allowed |predicted/published - 1|.")  # fmt: skip
+@click.option("--mbs", "mbs_list", default="1,2,4,8", show_default=True, help="Microbatch sizes to search per row.")
+@click.option("--vpp", "vpp_list", default="1,2,4", show_default=True, help="Interleaved stages to search per row.")
+@click.option(
+    "--partition",
+    type=click.Choice(["uniform", "searched"]),
+    default="uniform",
+    show_default=True,
+    help="Layer split: Megatron's uniform one (as the published runs) or the min-bottleneck search.",
+)
+@click.option("--check", "strict", is_flag=True, help="Exit 3 if any row misses the tolerance.")
+@common_options("output", "format", "force", "meta", "threads", "quiet", "verbose")
+def reference_cmd(table_path, tolerance, mbs_list, vpp_list, partition, strict, **_):
+    """Predicted vs published per-GPU TFLOP/s (Narayanan et al. 2021, Table 1 by default), one row each.
+
+    Each row fixes the published tp, pp and GPU count with full recompute and no
+    ZeRO, searches the microbatch size and interleaved stages the table leaves
+    open, and reports the cost model's best prediction in the paper's metric
+    (Eq. 3 FLOPs, recomputation included) with the ratio to the published figure.
+    TABLE.yaml has the layout 'concord-plan fixtures DIR' writes to
+    DIR/reference/narayanan2021-table1.yaml.
+    """
+    import pandas as pd
+
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.concord import reference, spec
+
+    run = Run.from_context()
+    run.threads()
+
+    def ints(text, flag):
+        try:
+            values = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise UsageError(f"{flag}: expected comma-separated integers, got {text!r}") from None
+        if not values or min(values) < 1:
+            raise UsageError(f"{flag}: expected positive integers, got {text!r}")
+        return values
+
+    mbs, vpp = ints(mbs_list, "--mbs"), ints(vpp_list, "--vpp")
+    if table_path is None:
+        table = reference.load_table(reference.builtin_table(), "narayanan2021-table1")
+    else:
+        data = run.input_bytes(table_path)
+        table = reference.load_table(spec.parse_document(data.data, data.name), data.name)
+    with run.progress() as cb:
+        result = reference.check(table, tolerance=tolerance, mbs=mbs, vpp=vpp, partition=partition, progress=cb)
+    summary = result.summary()
+    if not run.quiet:
+        err_console().print(
+            f"{summary['within']}/{summary['rows']} rows within +-{tolerance:.0%} of {table.source}; "
+            f"predicted/published {summary['ratio_min']:.2f}..{summary['ratio_max']:.2f} "
+            f"(median {summary['ratio_median']:.2f})"
+        )
+    run.emit_table(pd.DataFrame(result.rows))
+    if strict and summary["within"] < summary["rows"]:
+        missed = ", ".join(f"{r['params_b']}B ({r['ratio']:.2f})" for r in result.rows if not r["within"])
+        raise CheckFailed(f"{summary['rows'] - summary['within']} row(s) outside +-{tolerance:.0%}: {missed}")
 
 
 @main.command("explain")

@@ -180,7 +180,8 @@ def listing() -> list[dict]:
 
 
 def export(folder: str, *, force: bool = False) -> None:
-    """Write models/, clusters/, spaces/, fixtures.yaml, edits.yaml and the edited models of the demo."""
+    """Write models/, clusters/, spaces/, fixtures.yaml, edits.yaml, the edited models of the demo and
+    reference/narayanan2021-table1.yaml (published throughput, for `concord-plan reference`)."""
     from pathlib import Path
 
     import yaml
@@ -188,7 +189,7 @@ def export(folder: str, *, force: bool = False) -> None:
     from methodkit.core.io import atomic_write
 
     root = Path(folder)
-    for sub in ("models", "clusters", "spaces"):
+    for sub in ("models", "clusters", "spaces", "reference"):
         (root / sub).mkdir(parents=True, exist_ok=True)
 
     def write(path: Path, doc) -> None:
@@ -222,3 +223,6 @@ def export(folder: str, *, force: bool = False) -> None:
         )
     write(root / "fixtures.yaml", index)
     write(root / "edits.yaml", EDITS)
+    from methodkit.tools.concord.narayanan2021 import table
+
+    write(root / "reference" / "narayanan2021-table1.yaml", table())
