@@ -103,7 +103,8 @@ FIXTURES = [
 
 # The sweep's strategy space (our choice, to fit 54 cells x 3 trials in the 30-minute budget on 2 cores).
 SWEEP_SPACE = {"tp_max": 8, "cp_max": 4, "pp_max": 32, "ep_max": 32, "etp_max": 1, "vpp": [1, 2], "mbs": [1, 2]}
-LONG_CONTEXT_SPACE = {**SWEEP_SPACE, "cp_max": 8}
+# Long context: few microbatches per pipeline (B = 128 at 32k), so deeper interleaving pays off.
+LONG_CONTEXT_SPACE = {**SWEEP_SPACE, "cp_max": 8, "vpp": [1, 2, 4, 8]}
 
 EDITS = [
     {"name": "seq_x2", "op": "scale", "key": "seq", "factor": 2},
