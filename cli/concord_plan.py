@@ -37,7 +37,10 @@ def main():
     BLAKE2b signature of those symbols; after a model edit a warm re-plan reuses
     only what the edit did not touch, over the same candidate set and feasibility
     predicate as a cache-disabled full search. Step times are cost-model
-    predictions: nothing here runs on a GPU.
+    predictions: nothing here runs on a GPU. `reference` checks those
+    predictions against published throughput (Narayanan et al. 2021, Table 1:
+    GPT 1.7B-1T on up to 3,072 A100s). With --device cuda the per-stage sums
+    over candidates x layers run on CuPy (the partition search stays on the CPU).
 
     \b
     EXAMPLES
@@ -66,6 +69,17 @@ def main():
         all-reduce, whichever the alpha-beta model says is cheaper; grads in bf16.
       - Full recompute's transient is the largest unit's whole working set.
       - An invalid spec exits 2 (CONVENTIONS), not 1 as the issue says.
+      - The long-context fixture space allows vpp up to 8 (the sweep space 2): with
+        B = 128 at 32k there are few microbatches per pipeline, so deeper
+        interleaving is what a planner must explore there.
+      - One batched SELECT ... WHERE sig IN (...) serves every template of a run
+        (sig is the primary key); a cached value is a msgpack bin of float64.
+      - reference: the published rows fix tp, pp, GPUs, full recompute and no ZeRO;
+        the microbatch size and vpp (not published) are searched; the metric is
+        the paper's Eq. 3 (recompute FLOPs counted). The Selene cluster keeps the
+        default efficiency (eta_max 0.6, x0 128): nothing is fitted to the table.
+      - --device cuda: CuPy may fuse a*b+c into an FMA, so GPU stage sums agree with
+        the CPU's to rounding; warm and cold runs on one device still agree bitwise.
 
     \b
     EXIT STATUS

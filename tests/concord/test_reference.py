@@ -102,4 +102,3 @@ def test_cli_reference_check_passes_and_fails(run_cli, one_line_error, tmp_path)
     doc["rows"][0]["layers"] = -3
     (tmp_path / "t3.yaml").write_text(yaml.safe_dump(doc))
     one_line_error(run_cli([PROG, "reference", "t3.yaml"], cwd=tmp_path), PROG, "rows[0].layers")
-    one_line_error(run_cli([PROG, "reference", "--mbs", "x"], cwd=tmp_path), PROG, "--mbs")
