@@ -37,7 +37,10 @@ def main():
     BLAKE2b signature of those symbols; after a model edit a warm re-plan reuses
     only what the edit did not touch, over the same candidate set and feasibility
     predicate as a cache-disabled full search. Step times are cost-model
-    predictions: nothing here runs on a GPU.
+    predictions: nothing here runs on a GPU. `reference` checks those
+    predictions against published throughput (Narayanan et al. 2021, Table 1:
+    GPT 1.7B-1T on up to 3,072 A100s). With --device cuda the per-stage sums
+    over candidates x layers run on CuPy (the partition search stays on the CPU).
 
     \b
     EXAMPLES
@@ -48,6 +51,7 @@ def main():
       concord-plan verify old.yaml new.yaml cluster.yaml --trials 3
       concord-plan sweep fx fx/edits.yaml --trials 3 -o sweep.csv
       concord-plan baseline model.yaml cluster.yaml | jq .step_s
+      concord-plan reference --check -o narayanan-check.csv
 
     \b
     OUR READING
@@ -65,13 +69,24 @@ def main():
         all-reduce, whichever the alpha-beta model says is cheaper; grads in bf16.
       - Full recompute's transient is the largest unit's whole working set.
       - An invalid spec exits 2 (CONVENTIONS), not 1 as the issue says.
+      - The long-context fixture space allows vpp up to 8 (the sweep space 2): with
+        B = 128 at 32k there are few microbatches per pipeline, so deeper
+        interleaving is what a planner must explore there.
+      - One batched SELECT ... WHERE sig IN (...) serves every template of a run
+        (sig is the primary key); a cached value is a msgpack bin of float64.
+      - reference: the published rows fix tp, pp, GPUs, full recompute and no ZeRO;
+        the microbatch size and vpp (not published) are searched; the metric is
+        the paper's Eq. 3 (recompute FLOPs counted). The Selene cluster keeps the
+        default efficiency (eta_max 0.6, x0 128): nothing is fitted to the table.
+      - --device cuda: CuPy may fuse a*b+c into an FMA, so GPU stage sums agree with
+        the CPU's to rounding; warm and cold runs on one device still agree bitwise.
 
     \b
     EXIT STATUS
       0  success
       1  no admitted or no feasible candidate (the closest miss is named), or a failure while running
       2  bad usage or an invalid spec (the key path is named)
-      3  verify found a mismatch, or plan --fail-below was not met
+      3  verify found a mismatch, plan --fail-below was not met, or reference --check missed a row
       130  interrupted
     """
 
@@ -143,7 +158,7 @@ def _topk_table(run: Run, top: list, title: str) -> None:
     metavar="TFLOPS",
     help="Exit 3 if the best plan's TFLOP/s per device is lower.",
 )
-@common_options("output", "force", "meta", "threads", "quiet", "verbose")
+@common_options("output", "force", "meta", "threads", "device", "quiet", "verbose")
 def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, force_strategy, partition,
              max_candidates, timings, fail_below, **_):  # fmt: skip
     """Search the strategy space of MODEL on CLUSTER and emit the best plans as one JSON line."""
@@ -165,7 +180,7 @@ def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, f
         with run.progress() as cb:
             result = plan(
                 model, cluster, space, cache=cache, mode="cold" if no_cache else "warm", top_k=top_k,
-                forced=forced, partition=partition, progress=cb,
+                forced=forced, partition=partition, progress=cb, device=run.device(),
             )  # fmt: skip
     finally:
         if cache is not None:
@@ -204,7 +219,7 @@ def baseline_cmd(model_path, cluster_path, space_path, **_):
 @click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Paired trials, fresh caches.")
 @click.option("--audit", default="all", show_default=True, help="Hits to recompute cold: 'all' or a number.")
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True, help="Length of the compared list.")
-@common_options("output", "force", "meta", "threads", "quiet", "verbose")
+@common_options("output", "force", "meta", "threads", "device", "quiet", "verbose")
 def verify_cmd(old_path, new_path, cluster_path, space_path, cluster_new, trials, audit, top_k, **_):
     """Warm re-plan of MODEL_NEW (cache filled by MODEL_OLD) against a cold full search; exit 3 on a mismatch."""
     from methodkit.core.errors import CheckFailed, UsageError
@@ -230,7 +245,7 @@ def verify_cmd(old_path, new_path, cluster_path, space_path, cluster_new, trials
         cluster2 = spec.load_cluster(spec.parse_document(data.data, data.name), data.name)
     with run.progress() as cb:
         report = verify(old, new, cluster, space, trials=trials, audit_limit=limit, top_k=top_k, progress=cb,
-                        new_cluster=cluster2)  # fmt: skip
+                        new_cluster=cluster2, device=run.device())  # fmt: skip
     run.emit_result(report.to_dict())
     if not report.ok:
         raise CheckFailed("warm re-plan and cold full search disagree; see the report's trials")
@@ -290,6 +305,69 @@ def sweep_cmd(fixtures_dir, edits_path, trials, only, audit, **_):
     with run.progress() as cb:
         rows = sweep(fixtures, edits, trials=trials, audit_limit=limit, progress=cb)
     run.emit_table(pd.DataFrame(rows))
+
+
+@main.command("reference")
+@click.argument("table_path", metavar="[TABLE.yaml]", required=False, default=None)
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.2, show_default=True,
+              help="Allowed |predicted/published - 1|.")  # fmt: skip
+@click.option("--mbs", "mbs_list", default="1,2,4,8", show_default=True, help="Microbatch sizes to search per row.")
+@click.option("--vpp", "vpp_list", default="1,2,4", show_default=True, help="Interleaved stages to search per row.")
+@click.option(
+    "--partition",
+    type=click.Choice(["uniform", "searched"]),
+    default="uniform",
+    show_default=True,
+    help="Layer split: Megatron's uniform one (as the published runs) or the min-bottleneck search.",
+)
+@click.option("--check", "strict", is_flag=True, help="Exit 3 if any row misses the tolerance.")
+@common_options("output", "format", "force", "meta", "threads", "quiet", "verbose")
+def reference_cmd(table_path, tolerance, mbs_list, vpp_list, partition, strict, **_):
+    """Predicted vs published per-GPU TFLOP/s (Narayanan et al. 2021, Table 1 by default), one row each.
+
+    Each row fixes the published tp, pp and GPU count with full recompute and no
+    ZeRO, searches the microbatch size and interleaved stages the table leaves
+    open, and reports the cost model's best prediction in the paper's metric
+    (Eq. 3 FLOPs, recomputation included) with the ratio to the published figure.
+    TABLE.yaml has the layout 'concord-plan fixtures DIR' writes to
+    DIR/reference/narayanan2021-table1.yaml.
+    """
+    import pandas as pd
+
+    from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.concord import reference, spec
+
+    run = Run.from_context()
+    run.threads()
+
+    def ints(text, flag):
+        try:
+            values = tuple(int(x) for x in text.split(",") if x.strip())
+        except ValueError:
+            raise UsageError(f"{flag}: expected comma-separated integers, got {text!r}") from None
+        if not values or min(values) < 1:
+            raise UsageError(f"{flag}: expected positive integers, got {text!r}")
+        return values
+
+    mbs, vpp = ints(mbs_list, "--mbs"), ints(vpp_list, "--vpp")
+    if table_path is None:
+        table = reference.load_table(reference.builtin_table(), "narayanan2021-table1")
+    else:
+        data = run.input_bytes(table_path)
+        table = reference.load_table(spec.parse_document(data.data, data.name), data.name)
+    with run.progress() as cb:
+        result = reference.check(table, tolerance=tolerance, mbs=mbs, vpp=vpp, partition=partition, progress=cb)
+    summary = result.summary()
+    if not run.quiet:
+        err_console().print(
+            f"{summary['within']}/{summary['rows']} rows within +-{tolerance:.0%} of {table.source}; "
+            f"predicted/published {summary['ratio_min']:.2f}..{summary['ratio_max']:.2f} "
+            f"(median {summary['ratio_median']:.2f})"
+        )
+    run.emit_table(pd.DataFrame(result.rows))
+    if strict and summary["within"] < summary["rows"]:
+        missed = ", ".join(f"{r['params_b']}B ({r['ratio']:.2f})" for r in result.rows if not r["within"])
+        raise CheckFailed(f"{summary['rows'] - summary['within']} row(s) outside +-{tolerance:.0%}: {missed}")
 
 
 @main.command("explain")

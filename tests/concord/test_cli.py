@@ -27,7 +27,7 @@ def files(tmp_path):
 def test_help_lists_verbs(run_cli):
     proc = run_cli([PROG, "--help"])
     assert proc.returncode == 0
-    for verb in ("plan", "verify", "sweep", "baseline", "explain", "cache", "fixtures"):
+    for verb in ("plan", "verify", "sweep", "baseline", "explain", "cache", "fixtures", "reference"):
         assert verb in proc.stdout.decode()
 
 
@@ -124,6 +124,10 @@ def test_infeasible_and_empty_candidate_sets_exit_1(run_cli, files, one_line_err
 def test_fixtures_export_and_sweep(run_cli, files):
     assert run_cli([PROG, "fixtures", "fx", "-q"], cwd=files).returncode == 0
     assert (files / "fx" / "fixtures.yaml").is_file() and (files / "fx" / "edits.yaml").is_file()
+    from methodkit.tools.concord.reference import load_table
+
+    table = load_table(yaml.safe_load((files / "fx" / "reference" / "narayanan2021-table1.yaml").read_text()))
+    assert len(table.rows) == 10 and "Table 1" in table.source
     # a one-fixture sweep on the small specs, with a two-edit list
     (files / "mine").mkdir()
     for name in ("model.yaml", "cluster.json", "space.yaml"):

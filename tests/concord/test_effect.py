@@ -27,10 +27,14 @@ def test_concord_is_never_worse_than_the_baseline(docs, which):
 
 
 def test_long_context_fixture_gains_from_search():
-    """The 32k-context fixture: searched plans beat the heuristic by a clear margin (cost model)."""
+    """The 32k-context fixture: searched plans beat the heuristic by >= 1.3x (the issue's target; cost model).
+
+    The space is the fixture's long-context one (vpp up to 8) with zero and mbs narrowed to
+    the values the full space picks (zero 2, mbs 1), to keep the test small."""
     m, c, s = fixture_docs("llama-70b-32k-h100-1024")
-    s = {**s, "zero": [1, 2], "mbs": [1], "vpp": [1, 2]}
+    s = {**s, "zero": [1, 2], "mbs": [1]}
     model, cluster, space = spec.load_model(m), spec.load_cluster(c), spec.load_space(s)
     base, _ = baseline(model, cluster, space)
     best = plan(model, cluster, space, top_k=1)
-    assert base.best["step_s"] / best.best["step_s"] > 1.1
+    assert best.best["sigma"]["vpp"] > 2  # deeper interleaving is what closes the gap
+    assert base.best["step_s"] / best.best["step_s"] >= 1.3

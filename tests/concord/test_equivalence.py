@@ -10,6 +10,7 @@ import pytest
 
 from methodkit.tools.concord import spec
 from methodkit.tools.concord.cache import Cache
+from methodkit.tools.concord.evaluate import decode_value, encode_value
 from methodkit.tools.concord.fixtures import EDITS, apply_edit
 from methodkit.tools.concord.search import plan
 from methodkit.tools.concord.verify import audit, compare, run_trial
@@ -61,8 +62,8 @@ def test_audit_catches_a_tampered_cache_entry(small, tmp_path):
     cache = Cache(tmp_path)
     plan(model, cluster, space, cache=cache)
     sig, value = cache.db.execute("SELECT sig, value FROM entries WHERE template = 'compute' LIMIT 1").fetchone()
-    forged = [x * (1 + 1e-15) + 1e-30 for x in msgpack.unpackb(value)]
-    cache.db.execute("UPDATE entries SET value = ? WHERE sig = ?", (msgpack.packb(forged), sig))
+    forged = decode_value(value) * (1 + 1e-15) + 1e-30
+    cache.db.execute("UPDATE entries SET value = ? WHERE sig = ?", (encode_value(forged), sig))
     warm = plan(model, cluster, space, cache=cache, record_hits=True)
     audited, stale = audit(warm)
     assert audited == warm.reuse["hits"] and stale == 1
@@ -86,3 +87,9 @@ def test_cold_search_is_a_pure_function_of_its_inputs(small):
     a = plan(model, cluster, space, mode="cold")
     b = plan(model, cluster, space, mode="cold", block=300)  # block size changes nothing
     assert np.array_equal(a.scored.step.view(np.uint64), b.scored.step.view(np.uint64))
+
+
+def test_value_encoding_is_exact_and_reads_the_older_list_layout():
+    x = np.array([0.1, 1e-300, -2.5, np.pi, 7.0])
+    assert np.array_equal(decode_value(encode_value(x)), x) and decode_value(encode_value(x)).dtype == np.float64
+    assert np.array_equal(decode_value(msgpack.packb([float(v) for v in x])), x)

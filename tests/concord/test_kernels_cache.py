@@ -170,3 +170,22 @@ def test_concurrent_writers_both_land(tmp_path):
     cache = Cache(tmp_path)
     assert cache.stats()["entries"] == 40
     cache.close()
+
+
+def test_every_partition_covers_all_units_even_with_one_chunk():
+    """Regression: with one chunk the bisection ends at hi = the forward-summed total, which the
+    greedy (summing backwards) could miss by an ulp, leaving unit 0 out of every chunk."""
+    rng = np.random.default_rng(0)
+    size, units = 400, 42
+    t = rng.uniform(0, 0.02, (size, units))
+    st, ac = rng.uniform(0, 1e8, (size, units)), rng.uniform(0, 1e8, (size, units))
+    p2p = rng.uniform(0, 1e-3, size)
+    pp = rng.choice([1, 2, 4, 8], size).astype(np.int64)
+    vpp = rng.choice([1, 2, 4], size).astype(np.int64)
+    micro = np.full(size, 8, dtype=np.int64)
+    bounds = np.zeros((size, 33), dtype=np.int64)
+    ok = kernels.partition_min_bottleneck(t, st, ac, p2p, pp, vpp, micro, np.full(size, np.inf), bounds, 100, 1e-9)
+    assert ok.all()
+    for i in range(size):
+        b = bounds[i, : pp[i] * vpp[i] + 1]
+        assert b[0] == 0 and b[-1] == units and (np.diff(b) > 0).all(), (i, b)

@@ -1,6 +1,6 @@
 """The persistent primitive cache: SQLite in WAL mode, one row per value signature.
 
-Table `entries(sig BLOB PK, template, version, code_hash, deps JSON, proj BLOB, value BLOB msgpack, created)`.
+Table `entries(sig BLOB PK, template, version, code_hash, deps JSON, proj BLOB, value BLOB msgpack, created)`; a value is a msgpack bin of float64.
 A lookup is a hit only if the signature, the projection-table hash, the template
 version and the code hash all match; anything else is ignored, never trusted.
 Writes happen in one transaction per run, so a crashed run leaves nothing partial.
@@ -84,6 +84,22 @@ class Cache:
             ).fetchall()
             for sig, version, code_hash, proj, value in rows:
                 out[bytes(sig)] = (version, code_hash, bytes(proj), bytes(value))
+        return out
+
+    def lookup_all(self, sigs: list[bytes]) -> dict[bytes, tuple]:
+        """sig -> (template, version, code_hash, proj, value bytes) for any templates, in batched IN queries.
+
+        The signature is the primary key (and hashes the template id), so one query serves every
+        template of a run; callers still check the template of each row."""
+        out: dict[bytes, tuple] = {}
+        for start in range(0, len(sigs), 500):
+            chunk = sigs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT sig, template, version, code_hash, proj, value FROM entries WHERE sig IN ({marks})", chunk
+            ).fetchall()
+            for sig, template, version, code_hash, proj, value in rows:
+                out[bytes(sig)] = (template, version, code_hash, bytes(proj), bytes(value))
         return out
 
     def deps_of(self, template: str, limit: int = 2000) -> list[dict]:

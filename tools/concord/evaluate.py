@@ -37,17 +37,60 @@ def decode(text: str) -> float:
     return float.fromhex(text) if "x" in text else float(text)
 
 
-def signature(inst: Instance, env: dict) -> tuple[bytes, dict]:
-    """sig_L = BLAKE2b-128(template ‖ version ‖ code hash ‖ canonical D_L values); also the D_L values."""
-    values = {k: canonical(env[k]) for k in inst.layer_deps}
-    h = hashlib.blake2b(digest_size=16)
-    h.update(inst.template.id.encode())
-    h.update(b"\0" + str(inst.template.version).encode())
-    h.update(b"\0" + inst.code_hash.encode())
-    h.update(b"\0" + inst.kind.encode())
-    for k, v in values.items():
-        h.update(b"\0" + k.encode() + b"=" + v.encode())
-    return h.digest(), values
+def signature(inst: Instance, env: dict, canon: Canonical | None = None) -> tuple[bytes, dict]:
+    """sig_L = BLAKE2b-128(template ‖ version ‖ code hash ‖ canonical D_L values); also the D_L values.
+
+    `canon` (from `canonical_env`) lets the ~13 templates of one sublayer share the float.hex
+    encoding of its symbols; the bytes hashed are the same either way.
+    """
+    if canon is None:
+        canon = canonical_env({k: env[k] for k in inst.layer_deps})
+    keys = inst.layer_deps
+    body = b"".join([canon.pieces[k] for k in keys])
+    return hashlib.blake2b(_prefix(inst) + body, digest_size=16).digest(), {k: canon.text[k] for k in keys}
+
+
+_PREFIXES: dict = {}
+
+
+def _prefix(inst: Instance) -> bytes:
+    key = (inst.template.id, inst.template.version, inst.code_hash, inst.kind)
+    out = _PREFIXES.get(key)
+    if out is None:
+        out = _PREFIXES[key] = b"\0".join(str(part).encode() for part in key)
+    return out
+
+
+@dataclass
+class Canonical:
+    """Canonical text of every symbol of an environment, and its hashed piece b'\\0key=value'."""
+
+    text: dict
+    pieces: dict
+
+
+def canonical_env(env: dict) -> Canonical:
+    text = {k: canonical(v) for k, v in env.items()}
+    return Canonical(text, {k: b"\0" + k.encode() + b"=" + v.encode() for k, v in text.items()})
+
+
+def encode_value(value) -> bytes:
+    """A value vector as a msgpack bin of little-endian float64 (exact, and decoded without a Python loop)."""
+    import msgpack
+    import numpy as np
+
+    return msgpack.packb(np.ascontiguousarray(value, dtype="<f8").tobytes())
+
+
+def decode_value(blob: bytes):
+    """The vector stored by `encode_value` (a msgpack list of floats, the older layout, is read too)."""
+    import msgpack
+    import numpy as np
+
+    obj = msgpack.unpackb(blob)
+    if isinstance(obj, bytes):
+        return np.frombuffer(obj, dtype="<f8").astype(np.float64)
+    return np.asarray(obj, dtype=np.float64)
 
 
 def base_env(model: Model, cluster: Cluster, sub: Sublayer) -> dict:
@@ -130,8 +173,6 @@ class WarmValues:
     """Signature-keyed values for one (model, cluster, candidates), filled from memo, cache or evaluation."""
 
     def __init__(self, model, cluster, cands, cache=None, *, record_hits=False, explain=True, strict=True):
-        import msgpack
-        import numpy as np
 
         self.stats = ReuseStats()
         self.hits: list[HitRecord] = []
@@ -147,9 +188,10 @@ class WarmValues:
                 self.stats.intra_run += len(insts)
                 continue
             env = base_env(model, cluster, sub)
+            canon = canonical_env(env)
             entries = []
             for inst in insts:
-                sig, values = signature(inst, env)
+                sig, values = signature(inst, env, canon)
                 entries.append((inst, sig))
                 if sig in pending:
                     self.stats.intra_run += 1
@@ -165,8 +207,10 @@ class WarmValues:
         for sig, (inst, *_rest) in pending.items():
             by_template.setdefault(inst.template.id, []).append(sig)
         to_store = []
+        # one batched read for every template (sig is the primary key); rows of another template are ignored
+        found_all = cache.lookup_all(list(pending)) if cache is not None else {}
         for template_id, sigs in by_template.items():
-            found = cache.lookup(template_id, sigs) if cache is not None else {}
+            found = {s: r[1:] for s in sigs if (r := found_all.get(s)) is not None and r[0] == template_id}
             counts = {"hits": 0, "misses": 0}
             known = None
             for sig in sigs:
@@ -178,7 +222,7 @@ class WarmValues:
                     and row[1] == inst.code_hash
                     and row[2] == proj.digest
                 ):
-                    value = np.asarray(msgpack.unpackb(row[3]), dtype=np.float64)
+                    value = decode_value(row[3])
                     if value.shape == (proj.size,):
                         self.values[sig] = value
                         counts["hits"] += 1
@@ -204,7 +248,7 @@ class WarmValues:
                             inst.code_hash,
                             json.dumps(deps, sort_keys=True),
                             proj.digest,
-                            msgpack.packb([float(x) for x in value]),
+                            encode_value(value),
                         )
                     )
             self.stats.hits += counts["hits"]

@@ -103,7 +103,8 @@ FIXTURES = [
 
 # The sweep's strategy space (our choice, to fit 54 cells x 3 trials in the 30-minute budget on 2 cores).
 SWEEP_SPACE = {"tp_max": 8, "cp_max": 4, "pp_max": 32, "ep_max": 32, "etp_max": 1, "vpp": [1, 2], "mbs": [1, 2]}
-LONG_CONTEXT_SPACE = {**SWEEP_SPACE, "cp_max": 8}
+# Long context: few microbatches per pipeline (B = 128 at 32k), so deeper interleaving pays off.
+LONG_CONTEXT_SPACE = {**SWEEP_SPACE, "cp_max": 8, "vpp": [1, 2, 4, 8]}
 
 EDITS = [
     {"name": "seq_x2", "op": "scale", "key": "seq", "factor": 2},
@@ -180,7 +181,8 @@ def listing() -> list[dict]:
 
 
 def export(folder: str, *, force: bool = False) -> None:
-    """Write models/, clusters/, spaces/, fixtures.yaml, edits.yaml and the edited models of the demo."""
+    """Write models/, clusters/, spaces/, fixtures.yaml, edits.yaml, the edited models of the demo and
+    reference/narayanan2021-table1.yaml (published throughput, for `concord-plan reference`)."""
     from pathlib import Path
 
     import yaml
@@ -188,7 +190,7 @@ def export(folder: str, *, force: bool = False) -> None:
     from methodkit.core.io import atomic_write
 
     root = Path(folder)
-    for sub in ("models", "clusters", "spaces"):
+    for sub in ("models", "clusters", "spaces", "reference"):
         (root / sub).mkdir(parents=True, exist_ok=True)
 
     def write(path: Path, doc) -> None:
@@ -222,3 +224,6 @@ def export(folder: str, *, force: bool = False) -> None:
         )
     write(root / "fixtures.yaml", index)
     write(root / "edits.yaml", EDITS)
+    from methodkit.tools.concord.narayanan2021 import table
+
+    write(root / "reference" / "narayanan2021-table1.yaml", table())

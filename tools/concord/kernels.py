@@ -76,7 +76,12 @@ def partition_one(t, st, ac, p2p, nchunks, pp, vpp, micro, limit, bounds, iterat
             hi = mid
         else:
             lo = mid
-    _greedy(t, st, ac, p2p, nchunks, pp, vpp, micro, limit, hi, bounds)
+    # hi = total was never tested: the greedy adds from the last unit, the total from the first, so
+    # rounding can put the greedy's sum an ulp above it (seen with one chunk); widen until it passes
+    step = max(hi * 2.0**-52, 1e-300)
+    while not _greedy(t, st, ac, p2p, nchunks, pp, vpp, micro, limit, hi, bounds):
+        hi += step
+        step *= 2.0
     return True
 
 

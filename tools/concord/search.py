@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 
+from methodkit.core.backend import array_module, to_numpy
 from methodkit.core.errors import RunFailure
 from methodkit.core.progress import silent
 from methodkit.tools.concord import kernels
@@ -81,7 +82,25 @@ class PlanResult:
         return out
 
 
-def _score_block(model, cluster, cands, index, warm, stats, partition):
+def _aggregate(device, ch, p2p, pp, vpp, micro, bounds, n_stages):
+    """Per-stage sums: the Numba kernel on the CPU, the array-module twin (CuPy) on 'cuda'."""
+    import numpy as np
+
+    if device == "cpu":
+        outs = tuple(np.zeros((len(pp), n_stages)) for _ in range(4))
+        kernels.stage_aggregate(
+            ch["time"], ch["state"], ch["act"], ch["dp"], ch["optimizer"], p2p, pp, vpp, micro, bounds, *outs
+        )
+        return outs
+    from methodkit.tools.concord import aggregate_xp
+
+    xp = array_module(device)
+    arrays = [xp.asarray(a) for a in (ch["time"], ch["state"], ch["act"], ch["dp"], ch["optimizer"])]
+    rest = [xp.asarray(a) for a in (p2p, pp, vpp, micro, bounds)]
+    return tuple(to_numpy(o) for o in aggregate_xp.stage_aggregate(xp, *arrays, *rest, n_stages))
+
+
+def _score_block(model, cluster, cands, index, warm, stats, partition, device="cpu"):
     """Evaluate, partition and score the candidates at `index`; returns arrays and the chosen bounds."""
     import numpy as np
 
@@ -97,14 +116,7 @@ def _score_block(model, cluster, cands, index, warm, stats, partition):
     n_stages = int(pp.max())
 
     def score(bounds):
-        st_t = np.zeros((size, n_stages))
-        st_m = np.zeros((size, n_stages))
-        st_d = np.zeros((size, n_stages))
-        st_o = np.zeros((size, n_stages))
-        kernels.stage_aggregate(
-            ch["time"], ch["state"], ch["act"], ch["dp"], ch["optimizer"], p2p, pp, vpp, micro, bounds,
-            st_t, st_m, st_d, st_o,
-        )  # fmt: skip
+        st_t, st_m, st_d, st_o = _aggregate(device, ch, p2p, pp, vpp, micro, bounds, n_stages)
         slowest = st_t.max(axis=1)
         step = (micro + (pp - 1) / vpp) * slowest + st_d.max(axis=1) + st_o.max(axis=1)
         peak = st_m.max(axis=1) + transient + reserve
@@ -194,8 +206,13 @@ def plan(
     block: int = 4096,
     explain: bool = True,
     cands: Candidates | None = None,
+    device: str = "cpu",
 ) -> PlanResult:
-    """Plan `model` on `cluster`: warm (signature-keyed, optional persistent cache) or cold (no memo at all)."""
+    """Plan `model` on `cluster`: warm (signature-keyed, optional persistent cache) or cold (no memo at all).
+
+    `device` ('cpu' or 'cuda', as core.backend resolves it) picks where the per-stage sums run:
+    the Numba kernel, or its CuPy twin in aggregate_xp. The partition search stays on the CPU.
+    """
     import numpy as np
 
     if mode not in ("warm", "cold"):
@@ -220,7 +237,7 @@ def plan(
     progress("search", 0, len(blocks))
     for done, start in enumerate(blocks, start=1):
         index = np.arange(start, min(start + block, n))
-        s, p, ok, u, over, *_ = _score_block(model, cluster, cands, index, warm, stats, partition)
+        s, p, ok, u, over, *_ = _score_block(model, cluster, cands, index, warm, stats, partition, device)
         step[index], peak[index], feasible[index], uniform[index], overflow[index] = s, p, ok, u, over
         progress("search", done, len(blocks))
     clock["search"] = time.perf_counter()
@@ -232,7 +249,7 @@ def plan(
     order = np.lexsort((np.arange(n), -headroom, step))
     order = order[feasible[order]][:top_k]
     flops = model_flops_per_step(model)
-    top = _describe(model, cluster, cands, order, warm, partition, step, headroom, flops)
+    top = _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device)
     best_bounds = top[0]["partition"]["unit_bounds"]
     layers = _layer_breakdown(model, cluster, cands, int(order[0]), best_bounds, top[0]["sigma"]["pp"])
     clock["report"] = time.perf_counter()
@@ -263,11 +280,13 @@ def plan(
     )
 
 
-def _describe(model, cluster, cands, order, warm, partition, step, headroom, flops):
+def _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device="cpu"):
     if len(order) == 0:
         return []
     # rescoring the few winners with the same code reproduces their partitions and stage figures
-    s, p, ok, u, over, bounds, stages, ch, p2p = _score_block(model, cluster, cands, order, warm, None, partition)
+    s, p, ok, u, over, bounds, stages, ch, p2p = _score_block(
+        model, cluster, cands, order, warm, None, partition, device
+    )
     st_t, st_m, st_d, st_o = stages
     out = []
     for rank, i in enumerate(order):

@@ -96,19 +96,21 @@ def _sigma_text(sigma: dict) -> str:
     return ",".join(f"{k}={v}" for k, v in sigma.items() if k != "sp")
 
 
-def run_trial(old, new, cluster_old, cluster_new, space, trial=0, audit_limit=None, top_k=10, cache_dir=None):
+def run_trial(
+    old, new, cluster_old, cluster_new, space, trial=0, audit_limit=None, top_k=10, cache_dir=None, device="cpu"
+):
     """Fill a fresh cache by planning `old`, then warm re-plan `new` and compare with a cold full search."""
     with tempfile.TemporaryDirectory(prefix="concord-trial-", dir=cache_dir) as folder:
         cache = Cache(folder)
         try:
             t0 = time.perf_counter()
-            plan(old, cluster_old, space, cache=cache, mode="warm", top_k=top_k)
+            plan(old, cluster_old, space, cache=cache, mode="warm", top_k=top_k, device=device)
             t1 = time.perf_counter()
-            warm = plan(new, cluster_new, space, cache=cache, mode="warm", top_k=top_k, record_hits=True)
+            warm = plan(new, cluster_new, space, cache=cache, mode="warm", top_k=top_k, record_hits=True, device=device)
             t2 = time.perf_counter()
         finally:
             cache.close()
-    cold = plan(new, cluster_new, space, mode="cold", top_k=top_k)
+    cold = plan(new, cluster_new, space, mode="cold", top_k=top_k, device=device)
     t3 = time.perf_counter()
     same = compare(warm, cold)
     audited, stale = audit(warm, audit_limit)
@@ -157,12 +159,14 @@ class VerifyReport:
         }
 
 
-def verify(old, new, cluster, space, *, trials=3, audit_limit=None, top_k=10, progress=silent, new_cluster=None):
+def verify(
+    old, new, cluster, space, *, trials=3, audit_limit=None, top_k=10, progress=silent, new_cluster=None, device="cpu"
+):
     out = []
     reasons: list = []
     progress("verify", 0, trials)
     for k in range(trials):
-        trial, warm = run_trial(old, new, cluster, new_cluster or cluster, space, k, audit_limit, top_k)
+        trial, warm = run_trial(old, new, cluster, new_cluster or cluster, space, k, audit_limit, top_k, device=device)
         out.append(trial)
         reasons = warm.reuse["miss_reasons"]
         progress("verify", k + 1, trials)
