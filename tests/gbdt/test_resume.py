@@ -34,19 +34,21 @@ class Stop(Exception):
 @pytest.mark.parametrize("oracle", ["retrain", "refit"])
 def test_attack_resumed_from_a_checkpoint_ends_where_an_uninterrupted_one_does(oracle):
     p = problem(300, seed=1)
-    cfg = attack.AttackConfig(budget=0.1, eps=1.5, iters=4, q=2, seed=5, oracle=oracle, refit_every=2)
+    # refit: the anchor retrained at iteration 3 on the best point must be rebuilt on resume
+    cfg = attack.AttackConfig(budget=0.1, eps=1.5, iters=4, q=1, seed=5, oracle=oracle, refit_every=2)
     whole = attack.run(p, _victim(), cfg)
     states = []
 
-    def interrupt_after_two(state):
+    def interrupt_after_three(state):
         states.append(json.loads(json.dumps(state)))  # what the CLI writes and reads back
-        if state["iter"] == 2:
+        if state["iter"] == 3:
             raise Stop
 
     with pytest.raises(Stop):
-        attack.run(p, _victim(), cfg, checkpoint=interrupt_after_two)
+        attack.run(p, _victim(), cfg, checkpoint=interrupt_after_three)
     resumed = attack.run(p, _victim(), cfg, resume=states[-1])
-    assert [s["iter"] for s in states] == [0, 1, 2]
+    assert [s["iter"] for s in states] == [0, 1, 2, 3]
+    assert (states[-1]["anchor_Z"] is not None) == (oracle == "refit")
     assert resumed.trace == whole.trace
     np.testing.assert_array_equal(resumed.poisoned, whole.poisoned)
     assert resumed.after == whole.after and resumed.fits == whole.fits
