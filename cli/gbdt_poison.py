@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import click
@@ -128,6 +129,19 @@ def attack_options(f, with_eps: bool = True):
             help="Evaluate J by retraining, or by refitting leaf values of an anchor model.",
         ),
         click.option("--refit-every", type=int, default=5, show_default=True, help="Re-anchor (refit oracle)."),
+        click.option(
+            "--fast-bins",
+            is_flag=True,
+            help="Attack-time retrains reuse the clean data's LightGBM bin boundaries (faster; the reported "
+            "victim is still a true retrain).",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Probe retrains run at once (threads, each on -j threads); same results for any value.",
+        ),
     ]
     if with_eps:
         options.insert(1, click.option("--eps", type=float, default=1.0, show_default=True, help="Radius ε."))
@@ -297,6 +311,8 @@ def _attack_config(params: dict, seed: int, eps: float | None = None):
         probe_projection=params["probe_projection"] == "on",
         oracle=params["oracle"],
         refit_every=params["refit_every"],
+        fast_bins=params["fast_bins"],
+        workers=params["workers"],
         seed=seed,
     )
 
@@ -386,6 +402,14 @@ def attack_cmd(input, **params):
     objective trace and the plausibility report. One JSON summary line goes to
     stdout. The reported metrics come from a true retrain on the written data.
 
+    After every iteration the search state (iterate, best point, step, RNG) is
+    kept in OUTPUT.partial.json; rerunning the same command after an interruption
+    or a LightGBM failure continues from it and ends with the same result as an
+    uninterrupted run. The file is removed on success; a checkpoint of other
+    settings or data is refused (remove it, or --force to start over).
+    --fast-bins lets the attack-time retrains reuse the clean data's bin
+    boundaries; --workers N trains the 2q probes of an iteration N at a time.
+
     \b
     EXAMPLES
       gbdt-poison attack --dataset credit-g --budget 0.1 --eps 4 -o poisoned.csv
@@ -395,7 +419,7 @@ def attack_cmd(input, **params):
     \b
     EXIT STATUS
       0  success
-      1  failure while running (a OUTPUT.partial.json trace is kept)
+      1  failure while running (OUTPUT.partial.json keeps the trace and the last state)
       2  bad usage or bad input data
       3  --fail-above-f1: the poisoned F1 is above the gate
       130  interrupted
@@ -419,11 +443,20 @@ def attack_cmd(input, **params):
     _refuse_existing([output, manifest], run.force)
     victim = _victim(params, run.seed)
     config = _attack_config(params, run.seed)
+    partial = f"{output}.partial.json"
+    fingerprint = _attack_fingerprint(config, victim, problem)
+    resume = _attack_resume(partial, fingerprint, run)
+    last = {"fingerprint": fingerprint, "state": resume}
+
+    def checkpoint(state):
+        last["state"] = state
+        io.write_json(last, partial, force=True)
+
     try:
         with run.progress() as progress:
-            result = attack.run(problem, victim, config, progress)
+            result = attack.run(problem, victim, config, progress, checkpoint=checkpoint, resume=resume)
     except attack.AttackFailed as exc:
-        io.write_json(exc.trace, f"{output}.partial.json", force=True)
+        io.write_json({**last, **exc.trace}, partial, force=True)
         raise
     io.write_table(result.poisoned_frame(), output, kind, force=run.force)
     record = result.to_dict()
@@ -432,8 +465,51 @@ def attack_cmd(input, **params):
     _warn_all(result.warnings, run.quiet)
     summary = {**result.summary(), "output": output, "manifest": manifest}
     run.emit_result(summary, output="-")
+    if os.path.exists(partial):
+        os.remove(partial)
     after = result.after
     _gate(after.get("test_f1", after.get("val_f1")), params.get("fail_above_f1"), "poisoned")
+
+
+def _attack_fingerprint(config, victim, problem) -> str:
+    """What a checkpoint must share with the run that resumes it: settings, victim and data."""
+    import hashlib
+    from dataclasses import asdict
+
+    from methodkit.tools.gbdt.data import frame_sha256
+
+    doc = {
+        "config": {k: v for k, v in asdict(config).items() if k != "workers"},
+        "victim": {"params": victim.full_params(), "rounds": victim.rounds},
+        "train": frame_sha256(problem.frame),
+        "val": problem.v_rows.tolist(),
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _attack_resume(path: str, fingerprint: str, run: Run):
+    """The search state of OUTPUT.partial.json when it belongs to this very attack (else refuse)."""
+    saved = _read_checkpoint(path, fingerprint, "attack", run.force)
+    state = saved.get("state") if saved else None
+    if state is not None and not run.quiet:
+        warn(PROG, f"resuming from {path} after iteration {state['iter']}")
+    return state
+
+
+def _read_checkpoint(path: str, fingerprint: str, what: str, force: bool) -> dict | None:
+    """The *.partial.json of the same attack or sweep (same fingerprint); None when absent or --force."""
+    from methodkit.core import io
+    from methodkit.core.errors import UsageError
+
+    if force or not os.path.exists(path):
+        return None
+    try:
+        saved = io.read_json(path)
+    except Exception:
+        raise UsageError(f"{path}: unreadable checkpoint; remove it or pass --force") from None
+    if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
+        raise UsageError(f"{path}: checkpoint of a different {what} (settings or data); remove it or pass --force")
+    return saved
 
 
 def _manifest_path(output: str) -> str:
@@ -458,6 +534,21 @@ def _manifest_path(output: str) -> str:
     help="Also run: random (rows+dims), random-rows, loss; '' for none.",
 )
 @click.option("--summary", metavar="PATH", default=None, help="Write the mean-drop curve per method and eps (JSON).")
+@click.option(
+    "--scheduler",
+    default="sync",
+    show_default=True,
+    metavar="ADDRESS",
+    help="'sync' (plain loop), 'local' (in-process Dask cluster of --dask-workers threads) or a Dask "
+    "scheduler address; the table is the same for every choice.",
+)
+@click.option(
+    "--dask-workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Attacks at once under --scheduler local.",
+)
 @common_options("output", "format", "in_format", "force", "meta", "quiet", "verbose")
 def sweep_cmd(input, **params):
     """Run the attack over an eps grid × seeds, with baselines; one CSV row per run.
@@ -470,9 +561,19 @@ def sweep_cmd(input, **params):
     gives one JSON object per run (for jq); --summary writes the mean F1 drop per
     method and eps and whether it is monotone in eps.
 
+    Runs are independent: --scheduler local runs --dask-workers of them at once
+    on an in-process Dask cluster (threads; LightGBM trains outside the GIL), an
+    address sends them to a Dask cluster; rows come back in the serial order, so
+    the table does not depend on the scheduler. With -o FILE every finished run
+    is kept in FILE.partial.json; rerunning the same command after an
+    interruption (Ctrl-C, a crash) reruns only the missing runs, and the partial
+    file is removed once FILE is written. A partial file from different settings
+    or data is refused (remove it, or --force to start over).
+
     \b
     EXAMPLES
       gbdt-poison sweep --dataset credit-g --budget 0.1 -o curve.csv --summary curve.json
+      gbdt-poison sweep --dataset credit-g --scheduler local --dask-workers 4 -o curve.csv
       gbdt-poison sweep train.csv --test test.csv --eps-grid 0.5,1,2 --seeds 0,1 --format jsonl | jq .test_f1
 
     \b
@@ -505,8 +606,22 @@ def sweep_cmd(input, **params):
 
     baselines = _csv_list(params["baselines"]) or []
     config = _attack_config({**params, "eps": 1.0}, seeds[0])
+    sweep.tasks(config, grid, seeds, baselines)  # unknown baselines fail before any work
+    partial, done, on_row = _sweep_partial(run, params, config, grid, seeds, baselines, first)
     with run.progress() as progress:
-        result = sweep.run(problem_for_seed, lambda s: _victim(params, s), config, grid, seeds, baselines, progress)
+        result = sweep.run(
+            problem_for_seed,
+            lambda s: _victim(params, s),
+            config,
+            grid,
+            seeds,
+            baselines,
+            progress,
+            scheduler=params["scheduler"],
+            dask_workers=params["dask_workers"],
+            done=done,
+            on_row=on_row,
+        )
     _warn_all(result.warnings, run.quiet)
     if params.get("summary"):
         io.write_json(result.curve(), params["summary"], force=run.force)
@@ -514,6 +629,33 @@ def sweep_cmd(input, **params):
         for method, info in result.curve()["methods"].items():
             warn(PROG, f"{method}: mean drop by eps {info['mean_drop']}; monotone in eps: {info['monotone']}")
     run.emit_table(result.frame())
+    if partial is not None and os.path.exists(partial):
+        os.remove(partial)
+
+
+def _sweep_partial(run: Run, params: dict, config, grid, seeds, baselines, problem):
+    """(path, rows done, on_row) of OUTPUT.partial.json: the checkpoint an interrupted sweep resumes from."""
+    from methodkit.core import io
+    from methodkit.tools.gbdt import sweep
+    from methodkit.tools.gbdt.data import frame_sha256
+
+    if run.output == "-":
+        return None, {}, None
+    path = run.output + ".partial.json"
+    data_key = json.dumps({"dataset": params.get("dataset"), "train": frame_sha256(problem.frame)})
+    grid_sorted, _ = sweep.check_grid(grid)
+    fingerprint = sweep.fingerprint(config, grid_sorted, seeds, baselines, data_key)
+    saved = _read_checkpoint(path, fingerprint, "sweep", run.force)
+    done = dict(saved.get("rows") or {}) if saved else {}
+    if saved and not run.quiet:
+        warn(PROG, f"resuming from {path}: {len(done)} run(s) already done")
+    state = {"fingerprint": fingerprint, "rows": dict(done)}
+
+    def on_row(key, row):
+        state["rows"][key] = row
+        io.write_json(state, path, force=True)
+
+    return path, done, on_row
 
 
 @main.command("eval")

@@ -9,6 +9,7 @@ constant in Δ (trees only notice threshold crossings) and not monotone.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,8 @@ class AttackConfig:
     probe_projection: bool = True
     oracle: str = "retrain"
     refit_every: int = 5
+    fast_bins: bool = False
+    workers: int = 1  # probes trained at once (threads); results do not depend on it
     seed: int = 0
 
     def check(self) -> None:
@@ -51,6 +54,8 @@ class AttackConfig:
         for name, value in (("--iters", self.iters), ("--refit-every", self.refit_every)):
             if value < 0 or (name == "--refit-every" and value < 1):
                 raise UsageError(f"{name} must be positive, got {value}")
+        if self.workers < 1:
+            raise UsageError(f"--workers must be at least 1, got {self.workers}")
         if self.q < 1:
             raise UsageError(f"--q must be at least 1, got {self.q}")
         if not (self.mu > 0 and self.eta > 0):
@@ -208,18 +213,21 @@ def split_metrics(booster, problem: Problem) -> dict:
 
 def thresholds_crossed(splits, dims, original, poisoned) -> int:
     """Distinct (column, threshold) splits of the clean model that some poisoned row now falls across."""
-    crossed = set()
-    by_feature: dict[int, list[float]] = {}
+    by_feature: dict[int, set[float]] = {}
     for f, thr, _ in splits:
-        by_feature.setdefault(f, []).append(thr)
-    for b in range(dims.shape[0]):
-        for a, j in enumerate(dims[b]):
-            if j < 0 or j not in by_feature or original[b, a] == poisoned[b, a]:
-                continue
-            for thr in by_feature[j]:
-                if (original[b, a] <= thr) != (poisoned[b, a] <= thr):
-                    crossed.add((int(j), thr))
-    return len(crossed)
+        by_feature.setdefault(f, set()).add(thr)
+    crossed = 0
+    for j, thresholds in by_feature.items():
+        cells = (dims == j) & (original != poisoned)
+        if not cells.any():
+            continue
+        thr = np.array(sorted(thresholds))
+        before, after = original[cells], poisoned[cells]
+        # a threshold is crossed by a cell when it lies in [min, max) of the cell's two values
+        lo, hi = np.minimum(before, after), np.maximum(before, after)
+        hit = (thr[None, :] >= lo[:, None]) & (thr[None, :] < hi[:, None])
+        crossed += int(hit.any(axis=0).sum())
+    return crossed
 
 
 def run(
@@ -227,8 +235,17 @@ def run(
     victim: Victim,
     config: AttackConfig,
     progress: ProgressCallback = silent,
+    *,
+    checkpoint: Callable[[dict], None] | None = None,
+    resume: dict | None = None,
 ) -> AttackResult:
-    """Run the attack end to end; the reported metrics come from a true retrain on the poisoned data."""
+    """Run the attack end to end; the reported metrics come from a true retrain on the poisoned data.
+
+    `checkpoint(state)` receives the search state (JSON-ready) after every iteration;
+    `resume=state` continues from it: rows, dims and region are rebuilt from the seed,
+    the iterate, the best point, the step and the RNG are restored, so an interrupted
+    attack resumed this way ends exactly where an uninterrupted one would.
+    """
     config.check()
     started = time.monotonic()
     seeds = np.random.SeedSequence(config.seed).spawn(3)
@@ -305,10 +322,12 @@ def run(
         problem.cat_idx,
         objective=config.objective,
         kind=config.oracle,
+        fast_bins=config.fast_bins,
+        workers=config.workers,
     )
     trace: list[dict] = []
     try:
-        best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total)
+        best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total, checkpoint, resume)
         original = problem.X_tr[rows[:, None], np.maximum(dims, 0)]
         poisoned = region.to_orig(best_Z)
         # clip to the data's range in original units (expm1 can land a hair below 0), then the lattice
@@ -320,9 +339,10 @@ def run(
         poisoned = np.where(unmoved, original, poisoned)
         Z_final = np.where(unmoved, region.x0, region.to_std(poisoned))
         X_final = oracle.modified(rows, dims, poisoned)
-        final_booster = oracle.fit(X_final)
+        # the reported victim is always a true retrain (its own bins, even under --fast-bins)
+        final_booster = victim.fit(X_final, problem.y_tr, problem.cat_idx)
     except RunFailure as exc:
-        raise AttackFailed(exc.message, {"trace": trace, "config": config.__dict__}) from None
+        raise AttackFailed(exc.message, {"error": exc.message, "trace": trace, "config": config.__dict__}) from None
     progress("victim fits", total, total)
     after = split_metrics(final_booster, problem)
     after["objective"] = best_J
@@ -348,7 +368,7 @@ def run(
         thresholds_crossed=thresholds_crossed(trees.splits, dims, original, poisoned),
         plausibility=plaus,
         trace=trace,
-        fits=oracle.fits,
+        fits=oracle.fits + 1,
         seconds=time.monotonic() - started,
         warnings=warnings,
     )
@@ -368,48 +388,85 @@ def _local_dims(problem, std, trees, gains, mutable_idx, rows, config, k) -> np.
     return dimsmod.local(Z_rows, reach, trees.splits, std, gains, mutable_idx, k)
 
 
-def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, total):
+def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, total, checkpoint, resume):
     """ZO-PSGD with projected probes; returns the best visited feasible point and its J."""
     rows, dims = region.rows, region.dims
     eps = config.eps
     mu, eta = config.mu * eps, config.eta * eps
     done = 1
 
-    def J(Z):
+    def J(*points):
         nonlocal done
-        value = oracle(rows, dims, region.to_orig(Z))
-        done += 1
+        values = oracle.many(rows, dims, [region.to_orig(Z) for Z in points])
+        done += len(points)
         progress("victim fits", done, total)
-        return value
+        return values
 
-    if config.oracle == "refit":
-        oracle.anchor(oracle.X_tr)
-    Z = region.x0.copy()
-    J_Z = J(Z)
-    best_Z, best_J = Z.copy(), J_Z
-    trace.append({"iter": 0, "J": J_Z, "best": best_J, "eta": eta, "moved": 0.0})
-    for it in range(1, config.iters + 1):
+    def save(it):
+        if checkpoint is not None:
+            checkpoint(
+                {
+                    "iter": it,
+                    "Z": Z.tolist(),
+                    "best_Z": best_Z.tolist(),
+                    "best_J": best_J,
+                    "eta": eta,
+                    "rng": rng.bit_generator.state,
+                    "anchor_Z": None if anchor_Z is None else anchor_Z.tolist(),
+                    "fits": oracle.fits,
+                    "trace": trace,
+                }
+            )
+
+    anchor_Z = None  # (refit) the iterate the current anchor model was trained on; None = clean data
+    progress("victim fits", done, total)  # the search starts (after the clean fit and the influence pass)
+    if resume is None:
+        if config.oracle == "refit":
+            oracle.anchor(oracle.X_tr)
+        Z = region.x0.copy()
+        (J_Z,) = J(Z)
+        best_Z, best_J = Z.copy(), J_Z
+        trace.append({"iter": 0, "J": J_Z, "best": best_J, "eta": eta, "moved": 0.0})
+        start = 1
+        save(0)
+    else:
+        Z, best_Z = _restore(resume, "Z", region.x0.shape), _restore(resume, "best_Z", region.x0.shape)
+        best_J, eta, start = float(resume["best_J"]), float(resume["eta"]), int(resume["iter"]) + 1
+        rng.bit_generator.state = resume["rng"]
+        trace.extend(resume["trace"])
+        if config.oracle == "refit":
+            anchor_Z = None if resume["anchor_Z"] is None else _restore(resume, "anchor_Z", region.x0.shape)
+            oracle.anchor(oracle.X_tr if anchor_Z is None else oracle.modified(rows, dims, region.to_orig(anchor_Z)))
+        oracle.fits = int(resume["fits"])
+        done = min(total, 1 + (start - 1) * (2 * config.q + 1))
+    for it in range(start, config.iters + 1):
         if config.oracle == "refit" and it > 1 and (it - 1) % config.refit_every == 0:
-            oracle.anchor(oracle.modified(rows, dims, region.to_orig(best_Z)))
-        grad = np.zeros_like(Z)
-        probe_best = None
-        for _ in range(config.q):
-            u = region.directions(rng)
+            anchor_Z = best_Z.copy()
+            oracle.anchor(oracle.modified(rows, dims, region.to_orig(anchor_Z)))
+        # the q directions are drawn first, so the 2q probes can be trained at once (--workers)
+        directions = [region.directions(rng) for _ in range(config.q)]
+        probes = []
+        for u in directions:
             plus, minus = Z + mu * u, Z - mu * u
             if config.probe_projection:
                 plus, minus = region.project(plus), region.project(minus)
-            J_plus, J_minus = J(plus), J(minus)
+            probes += [plus, minus]
+        values = J(*probes)
+        grad = np.zeros_like(Z)
+        probe_best = None
+        for r, u in enumerate(directions):
+            J_plus, J_minus = values[2 * r], values[2 * r + 1]
             grad += (J_plus - J_minus) / (2 * mu) * u
             # projected probes are feasible points we paid for: they compete for the best (ours)
             if config.probe_projection:
-                for value, point in ((J_plus, plus), (J_minus, minus)):
+                for value, point in ((J_plus, probes[2 * r]), (J_minus, probes[2 * r + 1])):
                     if probe_best is None or value > probe_best[0]:
                         probe_best = (value, point)
         grad /= config.q
         norm = float(np.mean(region.norm(grad)))
         if norm > 0:
             Z = region.project(Z + eta * grad / norm)
-        J_Z = J(Z)
+        (J_Z,) = J(Z)
         for value, point in [(J_Z, Z)] + ([probe_best] if probe_best else []):
             if value > best_J:
                 best_J, best_Z = value, point.copy()
@@ -424,4 +481,13 @@ def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, 
             }
         )
         eta *= 0.9
+        save(it)
     return best_Z, best_J
+
+
+def _restore(state: dict, key: str, shape) -> np.ndarray:
+    """An array of a checkpoint, in the shape this run's region has (else the checkpoint is not ours)."""
+    array = np.asarray(state[key], dtype=np.float64)
+    if array.shape != tuple(shape):
+        raise UsageError(f"checkpoint {key} has shape {array.shape}, this attack needs {tuple(shape)}")
+    return array

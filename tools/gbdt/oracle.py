@@ -5,6 +5,13 @@ scratch, as a real victim would. `refit` keeps the tree structures of an anchor
 model, routes the moved rows to their new leaves and recomputes every leaf value
 with the Newton step (tree_influence's LeafRefit idea); the anchor is retrained on
 the current iterate every `refit_every` iterations.
+
+Speed (measured on Adult, 26k rows, 100 trees: ~90% of an attack is LightGBM
+training): `workers` > 1 trains the 2q probes of an iteration at once in threads
+(LightGBM releases the GIL; every fit is deterministic, so the result does not
+depend on the number of workers); `fast_bins` builds the bin boundaries once from
+the clean data and lends them to every retrain (lgb.Dataset reference=), which a
+real victim would not do, hence opt-in.
 """
 
 from __future__ import annotations
@@ -37,9 +44,12 @@ class Oracle:
     cat_idx: list[int]
     objective: str = "logloss"
     kind: str = "retrain"
+    fast_bins: bool = False
+    workers: int = 1
     fits: int = 0
     refits: int = 0
     _anchor: object = None
+    _reference: object = None
 
     def modified(self, rows: np.ndarray, cols: np.ndarray, values: np.ndarray) -> np.ndarray:
         """X_tr with X[rows[b], cols[b, a]] = values[b, a] (cols -1 = unused slot)."""
@@ -50,7 +60,28 @@ class Oracle:
 
     def fit(self, X: np.ndarray):
         self.fits += 1
-        return self.victim.fit(X, self.y_tr, self.cat_idx)
+        if self.fast_bins and self._reference is None:
+            self._reference = self.victim.bins(self.X_tr, self.y_tr, self.cat_idx)
+        return self.victim.fit(X, self.y_tr, self.cat_idx, reference=self._reference)
+
+    def many(self, rows, cols, values_list: list[np.ndarray]) -> list[float]:
+        """J at several points, in order; retrains run `workers` at a time in threads."""
+        if self.kind != "retrain" or self.workers <= 1 or len(values_list) <= 1:
+            return [self(rows, cols, values) for values in values_list]
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self.fast_bins and self._reference is None:
+            self._reference = self.victim.bins(self.X_tr, self.y_tr, self.cat_idx)
+
+        def one(values):
+            X = self.modified(rows, cols, values)
+            booster = self.victim.fit(X, self.y_tr, self.cat_idx, reference=self._reference)
+            return objective_value(booster.predict(self.X_v), self.y_v, self.objective)
+
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            out = list(pool.map(one, values_list))
+        self.fits += len(values_list)
+        return out
 
     def anchor(self, X: np.ndarray) -> None:
         """(refit) Retrain on X and keep its tree structures for the next evaluations."""

@@ -3,12 +3,21 @@
 The effect of eps is not monotone: a tree only notices a row when it crosses a
 split threshold, and a larger ellipsoid also admits more of the box and lattice
 clipping. Each row of the result reports the thresholds the poisoned rows crossed.
+
+Runs are independent tasks (seed, eps, method) in a fixed order. They run in a
+plain loop (`sync`) or on Dask (`local`: an in-process cluster of threads, since
+LightGBM releases the GIL; or a scheduler address); the rows come back in task
+order, so every scheduler writes the same table. Each finished row is handed to
+`on_row` (the CLI keeps them in OUTPUT.partial.json) and rows already `done` are
+skipped: an interrupted sweep resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -78,6 +87,57 @@ def check_grid(grid: list[float]) -> tuple[list[float], list[str]]:
     return sorted(set(grid)), warnings
 
 
+@dataclass(frozen=True)
+class Task:
+    seed: int
+    eps: float
+    influence: str
+    dim_rank: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.eps}|{self.seed}|{self.influence}+{self.dim_rank}"
+
+
+def tasks(config: attack.AttackConfig, grid: list[float], seeds: list[int], baselines: list[str]) -> list[Task]:
+    """Every (seed, eps, method) of the sweep, in the order the table lists them."""
+    for name in baselines:
+        if name not in BASELINES:
+            raise UsageError(f"--baselines: unknown '{name}' (choose from {', '.join(BASELINES)})")
+    methods = [(config.influence, config.dim_rank)] + [BASELINES[b] for b in baselines]
+    return [Task(seed, eps, sel, rank) for seed in seeds for eps in grid for sel, rank in methods]
+
+
+def fingerprint(config: attack.AttackConfig, grid, seeds, baselines, data_key: str) -> str:
+    """What a partial sweep must share with the rerun that resumes it (config, grid, data)."""
+    fixed = {k: v for k, v in asdict(config).items() if k not in ("eps", "seed", "influence", "dim_rank", "workers")}
+    doc = {"config": fixed, "grid": list(grid), "seeds": list(seeds), "baselines": list(baselines), "data": data_key}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_task(problem: Problem, victim: Victim, config: attack.AttackConfig, task: Task) -> tuple[dict, list[str]]:
+    """One full attack (true retrain at the end) -> its table row and warnings."""
+    cfg = replace(config, eps=task.eps, seed=task.seed, influence=task.influence, dim_rank=task.dim_rank)
+    result = attack.run(problem, victim, cfg)
+    s = result.summary()
+    row = {
+        "eps": task.eps,
+        "seed": task.seed,
+        "method": s["method"],
+        "val_f1": s["poisoned"]["val_f1"],
+        "test_f1": s["poisoned"].get("test_f1"),
+        "test_acc": s["poisoned"].get("test_acc"),
+        "n_poison": s["n_poison"],
+        "mean_maha": s["mean_maha"],
+        "runtime_s": round(result.seconds, 3),
+        "clean_val_f1": s["clean"]["val_f1"],
+        "clean_test_f1": s["clean"].get("test_f1"),
+        "thresholds_crossed": s["thresholds_crossed"],
+        "feasible_fraction": s["feasible_fraction"],
+    }
+    return row, result.warnings
+
+
 def run(
     problem_for_seed: Callable[[int], Problem],
     victim_for_seed: Callable[[int], Victim],
@@ -86,43 +146,71 @@ def run(
     seeds: list[int],
     baselines: list[str],
     progress: ProgressCallback = silent,
+    *,
+    scheduler: str = "sync",
+    dask_workers: int = 2,
+    done: dict[str, dict] | None = None,
+    on_row: Callable[[str, dict], None] | None = None,
 ) -> SweepResult:
-    """Every (eps, seed) for ours and each baseline; each run is a full attack with a true retrain."""
+    """Every (eps, seed) for ours and each baseline; each run is a full attack with a true retrain.
+
+    `done` maps task keys to rows of an earlier, interrupted sweep (they are not rerun);
+    `on_row(key, row)` is called as each new row finishes (in completion order).
+    """
     grid, warnings = check_grid(grid)
-    for name in baselines:
-        if name not in BASELINES:
-            raise UsageError(f"--baselines: unknown '{name}' (choose from {', '.join(BASELINES)})")
-    methods = [(config.influence, config.dim_rank)] + [BASELINES[b] for b in baselines]
-    total = len(grid) * len(seeds) * len(methods)
-    done = 0
-    progress("attacks", 0, total)
-    rows = []
-    for seed in seeds:
-        problem = problem_for_seed(seed)
-        victim = victim_for_seed(seed)
-        for eps in grid:
-            for selection, ranking in methods:
-                cfg = replace(config, eps=eps, seed=seed, influence=selection, dim_rank=ranking)
-                result = attack.run(problem, victim, cfg)
-                warnings += [w for w in result.warnings if w not in warnings]
-                s = result.summary()
-                rows.append(
-                    {
-                        "eps": eps,
-                        "seed": seed,
-                        "method": s["method"],
-                        "val_f1": s["poisoned"]["val_f1"],
-                        "test_f1": s["poisoned"].get("test_f1"),
-                        "test_acc": s["poisoned"].get("test_acc"),
-                        "n_poison": s["n_poison"],
-                        "mean_maha": s["mean_maha"],
-                        "runtime_s": round(result.seconds, 3),
-                        "clean_val_f1": s["clean"]["val_f1"],
-                        "clean_test_f1": s["clean"].get("test_f1"),
-                        "thresholds_crossed": s["thresholds_crossed"],
-                        "feasible_fraction": s["feasible_fraction"],
-                    }
-                )
-                done += 1
-                progress("attacks", done, total)
-    return SweepResult(rows, warnings)
+    todo = tasks(config, grid, seeds, baselines)
+    done = dict(done or {})
+    total = len(todo)
+    progress("attacks", sum(t.key in done for t in todo), total)
+    pending = [t for t in todo if t.key not in done]
+    problems: dict[int, Problem] = {}
+    victims: dict[int, Victim] = {}
+    for seed in dict.fromkeys(t.seed for t in pending):
+        problems[seed], victims[seed] = problem_for_seed(seed), victim_for_seed(seed)
+
+    def finished(task: Task, row: dict, messages: list[str]) -> None:
+        done[task.key] = row
+        warnings.extend(w for w in messages if w not in warnings)
+        if on_row is not None:
+            on_row(task.key, row)
+        progress("attacks", sum(t.key in done for t in todo), total)
+
+    if scheduler == "sync":
+        for task in pending:
+            finished(task, *run_task(problems[task.seed], victims[task.seed], config, task))
+    elif pending:
+        _on_dask(pending, problems, victims, config, scheduler, dask_workers, finished)
+    return SweepResult([done[t.key] for t in todo], warnings)
+
+
+def _on_dask(pending, problems, victims, config, scheduler, dask_workers, finished) -> None:
+    from methodkit.core.errors import require
+
+    distributed = require("distributed", "gbdt")
+    if scheduler == "local":
+        # threads in this process: LightGBM trains outside the GIL, and nothing is pickled. The
+        # scheduler's HTTP server starts even without a dashboard: a free local port avoids a
+        # "port 8787 in use" warning when another cluster runs.
+        cluster = distributed.LocalCluster(
+            processes=False, n_workers=1, threads_per_worker=dask_workers, dashboard_address="127.0.0.1:0"
+        )
+        client = distributed.Client(cluster)
+    else:
+        try:
+            client = distributed.Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise UsageError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        cluster = None
+    try:
+        futures = {}
+        for task in pending:
+            future = client.submit(
+                run_task, problems[task.seed], victims[task.seed], config, task, pure=False, key=f"gbdt-{task.key}"
+            )
+            futures[future.key] = (future, task)
+        for future in distributed.as_completed([f for f, _ in futures.values()]):
+            finished(futures[future.key][1], *future.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

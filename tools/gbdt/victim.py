@@ -67,14 +67,33 @@ class Victim:
                 return float(self.params[key])
         return 0.0
 
-    def fit(self, X: np.ndarray, y: np.ndarray, cat_idx: list[int]):
-        """Train from scratch (bins recomputed from X, as a real victim would)."""
+    def fit(self, X: np.ndarray, y: np.ndarray, cat_idx: list[int], reference=None):
+        """Train from scratch: bins recomputed from X, as a real victim would, unless `reference`
+        (a constructed lgb.Dataset, see `bins`) lends its bin boundaries (--fast-bins)."""
         import lightgbm as lgb
 
         params = self.full_params()
         try:
-            data = lgb.Dataset(X, label=y, categorical_feature=cat_idx or "auto", params=params, free_raw_data=True)
+            data = lgb.Dataset(
+                X,
+                label=y,
+                categorical_feature=cat_idx or "auto",
+                params=params,
+                reference=reference,
+                free_raw_data=True,
+            )
             return lgb.train(params, data, num_boost_round=self.rounds)
+        except lgb.basic.LightGBMError as exc:
+            raise RunFailure(f"LightGBM failed: {str(exc).strip().splitlines()[0]}") from None
+
+    def bins(self, X: np.ndarray, y: np.ndarray, cat_idx: list[int]):
+        """A constructed lgb.Dataset whose bin boundaries later fits reuse (--fast-bins)."""
+        import lightgbm as lgb
+
+        params = self.full_params()
+        try:
+            data = lgb.Dataset(X, label=y, categorical_feature=cat_idx or "auto", params=params, free_raw_data=False)
+            return data.construct()
         except lgb.basic.LightGBMError as exc:
             raise RunFailure(f"LightGBM failed: {str(exc).strip().splitlines()[0]}") from None
 
