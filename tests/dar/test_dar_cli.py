@@ -94,3 +94,11 @@ def test_bad_inputs(run_cli, work, one_line_error):
     one_line_error(proc, "dar-backdoor", "--target 10 is not a class")
     proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--min-entropy", "0.9999"])
     one_line_error(proc, "dar-backdoor", "no rule passes", "widen --support", code=1)
+    proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--op", "frequency", "--discover", "kmeans"])
+    one_line_error(proc, "dar-backdoor", "--discover kmeans works on spatial windows")
+    out = work / "results.csv"
+    proc = run_cli(["dar-backdoor", "run", "--defenses", "ft,foo", "-o", out])
+    one_line_error(proc, "dar-backdoor", "--defenses: unknown foo")
+    proc = run_cli(["dar-backdoor", "run", "--limit", "59000", "--kd-data", "2000", "-o", out])
+    one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")
+    assert not out.exists()
