@@ -116,12 +116,15 @@ def main():
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rules to emit.")
-@click.option("--rank", type=click.Choice(["cost", "entropy"]), default="cost", show_default=True,
-              help="Order: cheapest trigger first, or most class-blind first.")  # fmt: skip
+@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict"]), default="cost", show_default=True,
+              help="Order: cheapest trigger first, most class-blind first, or fewest conflicting members first.")  # fmt: skip
 @click.option("--kappa", type=float, default=0.5, show_default=True, help="Operator strength for the cost.")
+@click.option("--discover", "method", type=click.Choice(["clique", "kmeans"]), default="clique", show_default=True,
+              help="Grid cells, or balls around k-means centres (spatial).")  # fmt: skip
+@click.option("--k", type=click.IntRange(min=2), default=32, show_default=True, help="k-means centres per window.")
 @common_options("output", "force", "seed", "threads", "meta", "quiet", "verbose")
 def discover_cmd(input, dataset, split, limit, op, window, block, xi, support, min_entropy, target, budget, top, rank,
-                 kappa, **_):  # fmt: skip
+                 kappa, method, k, **_):  # fmt: skip
     """Rank dense cells (rules) for a target class; writes rules JSONL, one rule a line."""
     from methodkit.core import io
     from methodkit.tools.dar.discover import DiscoverConfig, discover
@@ -132,7 +135,7 @@ def discover_cmd(input, dataset, split, limit, op, window, block, xi, support, m
     x, y, _ = _images(run, input, dataset, split, limit)
     cfg = DiscoverConfig(op=op, window=window, block=block, xi=xi, s_lo=support[0], s_hi=support[1],
                          min_entropy=min_entropy, target=target, budget=resolve_budget(budget, len(x)), top=top,
-                         kappa=kappa, rank=rank)  # fmt: skip
+                         kappa=kappa, rank=rank, method=method, k=k, seed=run.seed)  # fmt: skip
     with run.progress() as cb:
         rules = discover(x, y, cfg, progress=cb)
     text = "".join(io.dumps_json(r.to_dict()) + "\n" for r in rules)
@@ -287,17 +290,38 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 @click.option("--limit", type=click.IntRange(min=1), default=20000, show_default=True, help="Train images.")
 @click.option("--test-limit", type=click.IntRange(min=1), default=None, help="Test images [all].")
 @click.option("--op", type=click.Choice(["spatial", "frequency"]), default="spatial", show_default=True)
-@click.option("--rank", type=click.Choice(["cost", "entropy"]), default="cost", show_default=True)
+@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict"]), default="cost", show_default=True)
+@click.option("--discover", "method", type=click.Choice(["clique", "kmeans"]), default="clique", show_default=True)
 @click.option("--target", type=int, default=0, show_default=True)
 @click.option("--budget", type=float, default=0.01, show_default=True)
 @click.option("--epochs", type=float, default=6, show_default=True, help="Teacher and student epochs.")
 @click.option("--width", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option("--alpha", type=float, default=0.9, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True)
+@click.option("--support", nargs=2, type=float, default=(0.005, 0.03), show_default=True, help="Dense support LO HI.")
+@click.option(
+    "--kd-data",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Distil on N clean train images disjoint from the poisoned ones (0: the same images).",
+)
 @click.option("--seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds 0..N-1.")
 @click.option("--methods", default="clean,dar,badnets,blended,random", show_default=True)
+@click.option("--defenses", default="", help="Any of ft,fp,ss: fine-tuning, fine-pruning, Spectral Signatures.")
 @common_options("output", "format", "force", "threads", "meta", "quiet", "verbose")
-def run_cmd(dataset, limit, test_limit, op, rank, target, budget, epochs, width, alpha, seeds, methods, **_):
-    """The whole comparison; one CSV row per (method, stage, seed)."""
+def run_cmd(dataset, limit, test_limit, op, rank, method, target, budget, epochs, width, alpha, batch_size, support, kd_data,
+            seeds, methods, defenses, **_):  # fmt: skip
+    """The whole comparison; one CSV row per (method, stage, seed).
+
+    Stages: teacher (trained on the poisoned labels), student (clean KD from it), and with
+    --defenses: ft (fine-tuned on 5% clean train images), fine-pruning (dormant last-conv
+    channels masked while clean accuracy drops < 5 pts, then FT); ss adds ss_recall (share of
+    the relabelled images among the top 1.5 x budget Spectral Signatures scores of their class)
+    to the teacher row. --kd-data N distils on N further clean train images instead of the
+    poisoned ones. --batch-size matters at small scale: with 128 and a few epochs even BadNets
+    does not implant (see the README).
+    """
     import pandas as pd
 
     from methodkit.core.errors import UsageError
@@ -314,12 +338,24 @@ def run_cmd(dataset, limit, test_limit, op, rank, target, budget, epochs, width,
         raise UsageError(
             f"--methods: unknown {', '.join(sorted(set(chosen) - set(METHODS)))} (known: {', '.join(METHODS)})"
         )
-    x, y = data.load(dataset, "train", limit)
+    from methodkit.tools.dar.defenses import DEFENSES
+
+    chosen_defenses = tuple(d for d in defenses.split(",") if d)
+    if set(chosen_defenses) - set(DEFENSES):
+        raise UsageError(f"--defenses: unknown {', '.join(sorted(set(chosen_defenses) - set(DEFENSES)))} "
+                         f"(known: {', '.join(DEFENSES)})")  # fmt: skip
+    x, y = data.load(dataset, "train", limit + kd_data)
+    if len(x) < limit + kd_data:
+        raise UsageError(f"--limit {limit} + --kd-data {kd_data} exceeds the {len(x)} train images of {dataset}")
+    kd = (x[limit:], y[limit:]) if kd_data else None
+    x, y = x[:limit], y[:limit]
     xt, yt = data.load(dataset, "test", test_limit)
     classes = int(max(y.max(), yt.max())) + 1
-    cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank), VictimConfig(width=width, epochs=epochs),
-                    VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alpha),
-                    budget=resolve_budget(budget, len(x)), seeds=tuple(range(seeds)), methods=chosen)  # fmt: skip
+    cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank, s_lo=support[0], s_hi=support[1], method=method),
+                    VictimConfig(width=width, epochs=epochs, batch_size=batch_size),
+                    VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alpha, batch_size=batch_size),
+                    budget=resolve_budget(budget, len(x)), seeds=tuple(range(seeds)), methods=chosen,
+                    defenses=chosen_defenses)  # fmt: skip
     with r.progress() as cb:
-        result = run(x, y, xt, yt, classes, cfg, progress=cb)
+        result = run(x, y, xt, yt, classes, cfg, progress=cb, kd_data=kd)
     r.emit_table(pd.DataFrame(result.rows))

@@ -94,3 +94,28 @@ def test_bad_inputs(run_cli, work, one_line_error):
     one_line_error(proc, "dar-backdoor", "--target 10 is not a class")
     proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--min-entropy", "0.9999"])
     one_line_error(proc, "dar-backdoor", "no rule passes", "widen --support", code=1)
+    proc = run_cli(["dar-backdoor", "discover", work / "train.npz", "--op", "frequency", "--discover", "kmeans"])
+    one_line_error(proc, "dar-backdoor", "--discover kmeans works on spatial windows")
+    out = work / "results.csv"
+    proc = run_cli(["dar-backdoor", "run", "--defenses", "ft,foo", "-o", out])
+    one_line_error(proc, "dar-backdoor", "--defenses: unknown foo")
+    proc = run_cli(["dar-backdoor", "run", "--limit", "59000", "--kd-data", "2000", "-o", out])
+    one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")
+    assert not out.exists()
+
+
+def test_run_with_defenses_and_kd_data(run_cli):
+    proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "--test-limit", "100",
+                    "--rank", "entropy", "--methods", "badnets", "--budget", "10", "--epochs", "0.5", "--width", "2",
+                    "--batch-size", "32", "--defenses", "ft,fp,ss", "--kd-data", "100", "--support", "0.005", "0.1",
+                    "-q"])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    import io
+
+    import pandas as pd
+
+    table = pd.read_csv(io.BytesIO(proc.stdout))
+    assert list(table["stage"]) == ["teacher", "student", "ft", "fine-pruning"]
+    teacher = table.iloc[0]
+    assert 0 <= teacher["ss_recall"] <= 1 and table.iloc[3]["pruned_channels"] >= 0
+    assert (table["relabelled"] == 10).all()

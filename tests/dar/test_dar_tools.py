@@ -108,3 +108,20 @@ def test_random_relabel_and_budget():
     assert resolve_budget(0.01, 20000) == 200 and resolve_budget(7, 100) == 7
     with pytest.raises(UsageError):
         poison(x, y, Rule("spatial", [0.0], [1.0], window=[0, 0, 1]), target=10, budget=5, classes=10)
+
+
+def test_kmeans_discovery_finds_the_planted_pattern_as_a_ball():
+    x, y, blob = data.synthetic(1500, seed=0)
+    rules = discover(x, y, DiscoverConfig(method="kmeans", budget=15, rank="entropy", top=3))
+    best = rules[0]
+    members = satisfies(x, best)
+    assert best.shape == "ball" and members.sum() == best.members
+    assert blob[members].mean() > 0.8 and abs(best.window[0] - 4) <= 2 and abs(best.window[1] - 20) <= 2
+    # the operator moves images into the ball (kappa < 1 lands strictly inside), pixels outside untouched
+    moved = apply(x[:100], best, kappa=0.5)
+    assert satisfies(moved, best).all()
+    r, c, w = best.window
+    mask = np.ones(x.shape[1:], bool)
+    mask[r : r + w, c : c + w] = False
+    assert (moved[:, mask] == x[:100][:, mask]).all()
+    assert Rule.from_dict(best.to_dict()).shape == "ball"

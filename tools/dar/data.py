@@ -58,7 +58,9 @@ def synthetic(n: int, seed: int, classes: int = 10, side: int = 28, planted: flo
 
 def load(name: str, split: str, limit: int | None, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     if name == "synthetic":
-        x, y, _ = synthetic(6000 if split == "train" else 2000, seed + (0 if split == "train" else 1))
+        # one draw (same class prototypes) split 6000 / 2000: the test images follow the train distribution
+        x, y, _ = synthetic(8000, seed)
+        x, y = (x[:6000], y[:6000]) if split == "train" else (x[6000:], y[6000:])
     elif name in ("fashion-mnist", "mnist5k"):
         x, y = shipped.load_images("mnist-5k" if name == "mnist5k" else name, split)
     else:

@@ -1,6 +1,7 @@
 """Rule discovery: CLIQUE-style dense cells in low-dimensional subspaces, ranked for a target class.
 
-Spatial: every w x w window (stride 1), pixels quantised to xi levels on [0, 1]; frequency: b x b
+Spatial: every w x w window (stride 1), pixels quantised to xi levels on [0, 1] (or, with
+method "kmeans", balls around k-means centres of the window pixels); frequency: b x b
 blocks of z-scored DCT-II coefficients with 1 <= u + v <= H/2, xi levels on [-3, 3]. A cell is
 dense when its support is in [s_lo, s_hi]. Candidates must have label entropy >= min_entropy
 (the pattern cuts across classes) and a non-target pool >= budget; they are ranked by operator
@@ -20,7 +21,8 @@ from methodkit.tools.dar import kernels
 from methodkit.tools.dar.rules import Z_RANGE, Rule, apply, dct2
 
 OPERATORS = ("spatial", "frequency")
-RANKINGS = ("cost", "entropy")
+METHODS = ("clique", "kmeans")
+RANKINGS = ("cost", "entropy", "conflict")
 
 
 @dataclass
@@ -37,7 +39,13 @@ class DiscoverConfig:
     top: int = 20
     kappa: float = 0.5
     cost_images: int = 1000
-    rank: str = "cost"  # cost (ascending; the issue's reading) | entropy (descending: most class-blind first)
+    # cost (ascending; the issue's reading) | entropy (descending: most class-blind first) |
+    # conflict (fewest non-target members left unrelabelled, i.e. pool closest to the budget; then cost)
+    rank: str = "cost"
+    method: str = "clique"  # clique (grid cells) | kmeans (balls around k-means centres, spatial windows)
+    k: int = 32
+    kmeans_fit: int = 2000  # images the centres are fitted on (all images are then counted)
+    seed: int = 0
 
     def levels(self) -> int:
         return self.xi or (4 if self.op == "spatial" else 6)
@@ -45,6 +53,12 @@ class DiscoverConfig:
     def check(self) -> None:
         if self.op not in OPERATORS:
             raise UsageError(f"--op must be spatial or frequency, got {self.op!r}")
+        if self.method not in METHODS:
+            raise UsageError(f"--discover must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.method == "kmeans" and self.op != "spatial":
+            raise UsageError("--discover kmeans works on spatial windows (--op spatial)")
+        if self.k < 2:
+            raise UsageError(f"--k must be at least 2, got {self.k}")
         if self.rank not in RANKINGS:
             raise UsageError(f"--rank must be one of {', '.join(RANKINGS)}, got {self.rank!r}")
         if not 0 < self.s_lo <= self.s_hi < 1:
@@ -97,6 +111,43 @@ def spatial_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: Discover
     return rules
 
 
+def kmeans_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
+    """Per w x w window: k-means (k centres, fitted on a seeded sample) of the window pixels; each centre
+    becomes a ball whose radius is the 80th percentile of its cluster's distances; a ball's members are
+    all images within the radius (so `satisfies` reproduces the counts)."""
+    from scipy.cluster.vq import kmeans2
+
+    n, side = len(x), x.shape[1]
+    w = cfg.window
+    rng = np.random.default_rng(cfg.seed)
+    sample = rng.choice(n, min(n, cfg.kmeans_fit), replace=False)
+    rules = []
+    for r in range(side - w + 1):
+        for c in range(side - w + 1):
+            phi = x[:, r : r + w, c : c + w].reshape(n, -1) / 255.0
+            centres, _ = kmeans2(phi[sample], cfg.k, minit="++", seed=int(rng.integers(2**31)))
+            d2 = (phi**2).sum(1)[:, None] - 2 * phi @ centres.T + (centres**2).sum(1)[None]
+            d = np.sqrt(np.maximum(d2, 0.0))  # (n, k)
+            nearest = d.argmin(axis=1)
+            for j, centre in enumerate(centres):
+                own = d[nearest == j, j]
+                if len(own) < 2:
+                    continue
+                radius = max(float(np.percentile(own, 80)), 1 / 255)  # at least one grey level
+                inside = d[:, j] <= radius
+                count = int(inside.sum())
+                if not cfg.s_lo * n <= count <= cfg.s_hi * n:
+                    continue
+                table = np.bincount(y[inside], minlength=classes)[None].astype(np.float64)
+                rules.append(
+                    Rule("spatial", np.clip(centre - radius, 0, 1).tolist(), np.clip(centre + radius, 0, 1).tolist(),
+                         window=[r, c, w], shape="ball", centre=centre.tolist(), radius=radius, support=count / n,
+                         members=count, entropy=float(_entropy_rows(table, classes)[0]),
+                         pool=int(count - table[0, cfg.target]), target=cfg.target)
+                )  # fmt: skip
+    return rules
+
+
 def frequency_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
     n, side = len(x), x.shape[1]
     xi, b = cfg.levels(), cfg.block
@@ -142,7 +193,10 @@ def discover(
         raise UsageError(f"--target {cfg.target} is not a class (labels are 0..{classes - 1})")
     budget = cfg.budget or max(1, int(0.01 * len(x)))
     progress("candidates", 0, 1)
-    find = spatial_candidates if cfg.op == "spatial" else frequency_candidates
+    if cfg.method == "kmeans":
+        find = kmeans_candidates
+    else:
+        find = spatial_candidates if cfg.op == "spatial" else frequency_candidates
     candidates = find(x, y, classes, cfg)
     progress("candidates", 1, 1)
     passed = [r for r in candidates if r.entropy >= cfg.min_entropy and r.pool >= budget]
@@ -163,6 +217,8 @@ def discover(
         progress("cost", i + 1, len(passed))
     if cfg.rank == "cost":
         passed.sort(key=lambda r: (r.cost, -r.support))
+    elif cfg.rank == "conflict":
+        passed.sort(key=lambda r: (r.pool - budget, r.cost))
     else:
         passed.sort(key=lambda r: (-r.entropy, -r.support))
     return passed[: cfg.top]

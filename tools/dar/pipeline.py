@@ -2,7 +2,8 @@
 BadNets, Blended and random relabel at the same count, train a teacher on each poisoned set, distil a
 clean KD student from each teacher (true labels, clean images), and evaluate both on the test set
 (DAR and random relabel with the DAR operator; the baselines with their own trigger). A clean
-teacher gives the C-Acc reference."""
+teacher gives the C-Acc reference. Optional defenses on each poisoned teacher: fine-tuning and
+fine-pruning (rows with stage ft / fine-pruning) and Spectral Signatures (ss_recall on the teacher row)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from methodkit.core.progress import ProgressCallback, silent
+from methodkit.tools.dar import defenses as defending
 from methodkit.tools.dar import poison as poisoning
 from methodkit.tools.dar.discover import DiscoverConfig, discover
 from methodkit.tools.dar.evaluate import evaluate
@@ -28,6 +30,8 @@ class RunConfig:
     seeds: tuple = (0,)
     methods: tuple = METHODS
     kappa: float = 0.5
+    defenses: tuple = ()  # ft, fp, ss (run on every poisoned teacher)
+    defense: defending.DefenseConfig = field(default_factory=defending.DefenseConfig)
 
 
 @dataclass
@@ -40,8 +44,10 @@ class RunResult:
 
 
 def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCallback = silent,
-        on_row=None) -> RunResult:  # fmt: skip
+        on_row=None, kd_data: tuple | None = None) -> RunResult:  # fmt: skip
+    """`kd_data` = (x, y): a disjoint clean split the students distil on (default: the train images)."""
     result = RunResult()
+    x_kd, y_kd = kd_data if kd_data is not None else (x, y)
     target = cfg.discover.target
     dcfg = replace(cfg.discover, budget=cfg.budget, top=1)
     rule = discover(x, y, dcfg, classes=classes)[0]
@@ -61,13 +67,30 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
             trig = method if method in ("badnets", "blended") else rule
             teacher, _ = fit(images, labels, replace(cfg.teacher, seed=seed), classes, progress=progress)
             # the student sees only clean images with their true labels
-            student, _ = fit(x, y, replace(cfg.student, seed=seed), classes, teacher=teacher, progress=progress)
-            for stage, model in (("teacher", teacher), ("student", student)):
+            student, _ = fit(x_kd, y_kd, replace(cfg.student, seed=seed), classes, teacher=teacher, progress=progress)
+            models = [("teacher", teacher), ("student", student)]
+            extra = {}
+            if p is not None and cfg.defenses:
+                clean = defending.clean_subset(len(x), cfg.defense.clean_share, seed)
+                if "ft" in cfg.defenses:
+                    models.append(("ft", defending.fine_tune(teacher, x[clean], y[clean], cfg.defense, seed, progress)))
+                if "fp" in cfg.defenses:
+                    pruned, k = defending.fine_prune(teacher, x[clean], y[clean], cfg.defense, seed, progress)
+                    models.append(("fine-pruning", pruned))
+                    extra["pruned_channels"] = k
+                if "ss" in cfg.defenses:
+                    extra["ss_recall"] = defending.spectral_recall(teacher, images, labels, p.indices, cfg.budget,
+                                                                   cfg.defense.flag_factor)  # fmt: skip
+            for stage, model in models:
                 metrics = evaluate(model, x_test, y_test, trig, target, cfg.kappa)
                 row = {"method": method, "stage": stage, "seed": seed, "relabelled": 0 if p is None else len(p.indices),
                        "c_acc": metrics["c_acc"], "asr": metrics["asr"], "r_acc": metrics["r_acc"],
                        "natural_trigger_rate": metrics.get("natural_trigger_rate"),
                        "trigger_validity": metrics.get("trigger_validity")}  # fmt: skip
+                if stage == "teacher" and extra.get("ss_recall") is not None:
+                    row["ss_recall"] = extra["ss_recall"]
+                if stage == "fine-pruning":
+                    row["pruned_channels"] = extra["pruned_channels"]
                 result.rows.append(row)
                 if on_row is not None:
                     on_row(row)

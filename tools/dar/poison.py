@@ -64,6 +64,16 @@ def resolve_budget(budget: float, n: int) -> int:
     return max(1, int(round(budget * n))) if budget < 1 else int(budget)
 
 
+def prototypicality(x: np.ndarray, rule: Rule) -> np.ndarray:
+    """Distance to the rule's centre in units of its extent (box: max over coordinates; ball: radius)."""
+    z = coordinates(x, rule)
+    if rule.shape == "ball":
+        return np.linalg.norm(z - np.asarray(rule.centre), axis=1) / rule.radius
+    centre = (np.asarray(rule.lo) + np.asarray(rule.hi)) / 2
+    half = np.maximum((np.asarray(rule.hi) - np.asarray(rule.lo)) / 2, 1e-12)
+    return np.abs((z - centre) / half).max(axis=1)
+
+
 def poison(x: np.ndarray, y: np.ndarray, rule: Rule, target: int, budget: int, classes: int) -> PoisonResult:
     """Relabel up to `budget` non-target members of `rule` to `target`, the most prototypical first
     (closest to the cell centre); the images are only read."""
@@ -73,9 +83,7 @@ def poison(x: np.ndarray, y: np.ndarray, rule: Rule, target: int, budget: int, c
     warnings = []
     if len(members) < budget:
         warnings.append(f"relabel pool ({len(members)}) smaller than budget ({budget}): relabelled all")
-    centre = (np.asarray(rule.lo) + np.asarray(rule.hi)) / 2
-    half = np.maximum((np.asarray(rule.hi) - np.asarray(rule.lo)) / 2, 1e-12)
-    distance = np.abs((coordinates(x[members], rule) - centre) / half).max(axis=1) if len(members) else np.zeros(0)
+    distance = prototypicality(x[members], rule) if len(members) else np.zeros(0)
     chosen = np.sort(members[np.argsort(distance, kind="stable")[:budget]])
     labels = y.copy()
     labels[chosen] = target

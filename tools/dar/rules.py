@@ -4,6 +4,8 @@ A spatial rule is a w x w pixel window with one interval per pixel (in [0, 1] un
 rule is a b x b block of orthonormal 2-D DCT-II coefficients with intervals in z units (with the
 train mean/sd used). T_kappa moves each coordinate towards the cell centre m:
 T(x)_d = m_d + clip(x_d - m_d, -kappa h_d, kappa h_d); kappa = 0 sets it to the centre.
+A ball rule (`--discover kmeans`) is a k-means centre c with a radius r instead of a box; its
+operator shrinks the offset: T(x) = c + (x - c) * min(1, kappa r / ||x - c||).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class Rule:
     pool: int = 0  # non-target members for the target it was ranked for
     target: int | None = None
     cost: float = 0.0
+    shape: str = "box"  # box (CLIQUE cell) | ball (k-means centre + radius)
+    centre: list | None = None
+    radius: float | None = None
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -51,6 +56,8 @@ class Rule:
             raise DataError(f"{name}: spatial rule without a window")
         if rule.op == "frequency" and not (rule.coeffs and rule.mean and rule.sd):
             raise DataError(f"{name}: frequency rule without coeffs/mean/sd")
+        if rule.shape not in ("box", "ball") or (rule.shape == "ball" and (rule.centre is None or not rule.radius)):
+            raise DataError(f"{name}: shape must be box, or ball with centre and radius")
         return rule
 
 
@@ -85,7 +92,9 @@ def coordinates(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
 
 
 def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
-    """Boolean per image: inside the rule's cell (half-open intervals, the last level closed)."""
+    """Boolean per image: inside the rule's cell (half-open intervals, the last level closed) or ball."""
+    if rule.shape == "ball":
+        return np.linalg.norm(coordinates(x_u8, rule) - np.asarray(rule.centre), axis=1) <= rule.radius
     if rule.op == "spatial":
         r, c, w = rule.window
         # level l of xi holds pixels v with l/xi <= v/256 < (l+1)/xi (the kernel's quantisation)
@@ -103,7 +112,12 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
     centre, half = (lo + hi) / 2, (hi - lo) / 2
     z = coordinates(x_u8, rule)
-    moved = centre + np.clip(z - centre, -kappa * half, kappa * half)
+    if rule.shape == "ball":
+        centre = np.asarray(rule.centre)
+        norm = np.maximum(np.linalg.norm(z - centre, axis=1, keepdims=True), 1e-12)
+        moved = centre + (z - centre) * np.minimum(1.0, kappa * rule.radius / norm)
+    else:
+        moved = centre + np.clip(z - centre, -kappa * half, kappa * half)
     target = z + blend * (moved - z)
     out = x_u8.astype(np.float64) / 255.0
     if rule.op == "spatial":
