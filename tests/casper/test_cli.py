@@ -161,3 +161,18 @@ def test_gen_train_eval_pipeline(run_cli, folder, one_line_error):
     assert summary["instances"] == 4 and summary["valid"] == 1.0
     proc = run_cli([PROG, "eval", data, "--task", "sudoku", "--model", model])
     one_line_error(proc, PROG, "holds a warcraft dataset, not sudoku; pass --task warcraft")
+
+
+def test_baseline_methods_through_the_executable(run_cli, folder, one_line_error):
+    pytest.importorskip("deepproblog")
+    data, model = folder / "add.npz", folder / "add.safetensors"
+    proc = run_cli([PROG, "gen", "mnist-add", "--digits", "1", "--n", "0", "--n-test", "2", "-o", data])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "train", data, "--epochs", "1", "--limit", "32", "-o", model])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "eval", data, "--method", "deepproblog", "--model", model, "--time-limit", "120"])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert summary["method"] == "deepproblog" and summary["timeouts"] == 0 and summary["instances"] == 2
+    proc = run_cli([PROG, "train", data, "--method", "pishield", "-o", folder / "x.safetensors"])
+    one_line_error(proc, PROG, "--method pishield applies to --task sudoku or shidoku only, not mnist-add")
