@@ -163,7 +163,16 @@ def test_gen_train_eval_pipeline(run_cli, folder, one_line_error):
     one_line_error(proc, PROG, "holds a warcraft dataset, not sudoku; pass --task warcraft")
 
 
-def test_baseline_methods_through_the_executable(run_cli, folder, one_line_error):
+def test_a_baseline_on_the_wrong_task_is_a_usage_error(run_cli, folder, one_line_error):
+    data = folder / "tiny-w.npz"
+    proc = run_cli([PROG, "gen", "warcraft", "--size", "4", "--n", "4", "--n-test", "2", "-o", data])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "train", data, "--method", "pishield", "-o", folder / "x.safetensors"])
+    one_line_error(proc, PROG, "--method pishield applies to --task sudoku or shidoku only, not warcraft")
+
+
+@pytest.mark.slow
+def test_deepproblog_through_the_executable(run_cli, folder):
     pytest.importorskip("deepproblog")
     data, model = folder / "add.npz", folder / "add.safetensors"
     proc = run_cli([PROG, "gen", "mnist-add", "--digits", "1", "--n", "0", "--n-test", "2", "-o", data])
@@ -174,5 +183,3 @@ def test_baseline_methods_through_the_executable(run_cli, folder, one_line_error
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.decode().splitlines()[-1])
     assert summary["method"] == "deepproblog" and summary["timeouts"] == 0 and summary["instances"] == 2
-    proc = run_cli([PROG, "train", data, "--method", "pishield", "-o", folder / "x.safetensors"])
-    one_line_error(proc, PROG, "--method pishield applies to --task sudoku or shidoku only, not mnist-add")
