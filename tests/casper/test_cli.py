@@ -183,3 +183,12 @@ def test_deepproblog_through_the_executable(run_cli, folder):
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.decode().splitlines()[-1])
     assert summary["method"] == "deepproblog" and summary["timeouts"] == 0 and summary["instances"] == 2
+
+
+def test_eval_reads_the_calibrated_scale_from_the_sidecar(tmp_path):
+    from methodkit.cli.casper_solve import _sidecar_scale
+
+    model = tmp_path / "m.safetensors"
+    assert _sidecar_scale(str(model)) == 1.0  # no sidecar
+    model.with_suffix(".json").write_text(json.dumps({"task": "warcraft", "decode_scale": 4.0}))
+    assert _sidecar_scale(str(model)) == 4.0
