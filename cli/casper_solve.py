@@ -26,7 +26,18 @@ DEMO = [
 ]
 
 TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
-METHODS = ("casper", "unconstrained", "sl-sample")
+METHODS = (  # kept in step with tools/casper/tasks.py (a test checks); listed here so --help imports no numpy
+    "casper",
+    "unconstrained",
+    "sl-sample",
+    "sl-exact",
+    "pyepo-dbb",
+    "pyepo-pfyl",
+    "pyepo-imle",
+    "pyepo-fw",
+    "pishield",
+    "deepproblog",
+)
 
 
 @tool_group(name="casper-solve")
@@ -39,7 +50,10 @@ def main():
     (onehot, flow, chain, assignment, general). `project` maps scores to (1) the soft
     output mu = argmin_{y in P} ||y - theta||^2, exact to machine precision
     (per-group sparsemax when only one-hot rows, otherwise semismooth Newton on the
-    dual with sparse LU, at most 50 steps, else status proj_error) and differentiable
+    dual with sparse LU; scores far outside P can stall Newton, so after 25 steps an
+    interior-point QP (Clarabel) supplies a dual point and Newton finishes from it: at
+    most 50 steps in all, certified by the same KKT residual, else status proj_error;
+    with --device cuda the whole batch is projected at once on CuPy) and differentiable
     in closed form (J = D - D A^T (A D A^T)^+ A D); and (2) the hard output, a 0/1
     assignment valid by construction: argmin over the valid set C of sum_i w_i y_i, by
     argmax, Dijkstra, Viterbi over carries, Hungarian or HiGHS MILP; every row is
@@ -56,9 +70,11 @@ def main():
     Euclidean projection onto simple paths is NP-hard and is not claimed.
 
     `gen`, `train`, `eval` run the tasks (Warcraft-like shortest paths, visual Sudoku,
-    MNIST-style addition on scikit-learn's 8x8 digits) with the layer or a baseline;
+    MNIST-style addition on scikit-learn's 8x8 digits) with the layer or a baseline
+    (unconstrained, sl-sample, sl-exact via PySDD, PyEPO's DBB / perturbed
+    Fenchel-Young / I-MLE / Frank-Wolfe with our Dijkstra as oracle, PiShield, DeepProbLog);
     `bench` measures the projection against cvxpylayers and the decoders against
-    networkx and brute force.
+    networkx and brute force, and with --baselines times the exact baselines out.
 
     \b
     EXAMPLES
@@ -180,12 +196,17 @@ def _read_scores(run: Run, data, path: str, program, nan: str):
     default=None,
     help="INPUT format on stdin [default: npy].",
 )
-@common_options("force", "meta", "quiet", "verbose")
+@common_options("device", "force", "meta", "quiet", "verbose")
 def project(input, program_path, input_kind, nan, time_limit, strict, output, in_format, **_):
     """Project scores (INPUT: NPY/NPZ (batch, n_vars) or Parquet, a column per variable).
 
     Writes soft (float32), hard (uint8) and status to the NPZ given by -o, and one JSON
     line per instance on stdout: {i, status, objective, certificate, ms}.
+
+    --device cuda projects the whole batch at once on the GPU (CuPy: lockstep semismooth Newton
+    with batched dense solves, programs of at most 4,096 rows); auto uses it when a GPU is present
+    and the program fits, else the CPU path (sparse LU per instance). Decode and certificate run on
+    the CPU either way.
 
     \b
     EXAMPLES
@@ -210,8 +231,13 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
             raise UsageError(f"{output}: already exists; pass --force to overwrite")
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
     scores = _read_scores(run, data, input, program, nan)
+    device = run.device
+    if device == "cuda" and run.params.get("device") == "auto":
+        from methodkit.tools.casper.batched import MAX_ROWS
+
+        device = "cuda" if program.m <= MAX_ROWS else "cpu"
     with run.progress() as callback:
-        result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, progress=callback)
+        result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, device=device, progress=callback)
     if output is not None:
         _refuse_terminal_binary(output)
         arrays = {"soft": result.soft, "hard": result.hard, "status": np.array(result.status)}
@@ -292,17 +318,41 @@ def _load_dataset(run: Run, path: str, task: str | None):
     type=click.FloatRange(min=0, min_open=True),
     default=1.0,
     show_default=True,
-    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+    help="Warcraft: multiply the cell probabilities by this while training through the projection.",
+)
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=True,
+    show_default=True,
+    help="Warcraft casper: after training, pick the decode temperature on 32 training maps (stored in the sidecar).",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.1),
+    default=600.0,
+    show_default=True,
+    help="sl-exact: seconds allowed for the SDD compilation.",
 )
 @click.option(
     "-o", "--output", default=None, metavar="PATH", help="Weights (.safetensors), JSON sidecar beside it (required)."
 )
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def train(input, task, method, epochs, batch_size, lr, limit, scale, output, seed, **_):
+def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, time_limit, output, seed, **_):
     """Train the task's predictor on a dataset (INPUT) with the layer or a baseline.
 
     Prints one JSON line per epoch. Writes the weights as safetensors and a JSON sidecar
     (PATH with .json) holding the config and the data fingerprint.
+
+    Warcraft with --method casper trains through the projection at --scale (1: the Jacobian
+    is informative there), then calibrates the decode temperature s: the projection of s*p for
+    the s in {1, 2, 4, 8, 16, 32} whose decoded paths on 32 training maps are nearest (Hamming) the
+    labelled paths (ours: at s = 1 mu is spread over many paths and the decode w = 1 - mu falls back
+    to the fewest-hop path). Baselines: sl-sample (semantic loss from 64 Bernoulli samples),
+    sl-exact (exact semantic loss on a PySDD circuit; grids of side <= 4, longer compilations stop
+    at --time-limit and exit 1), pyepo-dbb / pyepo-pfyl / pyepo-imle / pyepo-fw (PyEPO's DBB,
+    perturbed Fenchel-Young, I-MLE and regularised Frank-Wolfe with our Dijkstra as the oracle;
+    the CNN then predicts cell costs), pishield (trains the plain classifier; the shield is applied
+    by eval). deepproblog is evaluation only.
 
     \b
     EXAMPLES
@@ -336,6 +386,8 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, output, see
             seed=seed,
             limit=limit,
             scale=scale,
+            calibrate=calibrate,
+            time_limit=time_limit,
             progress=callback,
         )
     from safetensors.torch import save
@@ -359,17 +411,25 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, output, see
 @click.option(
     "--scale",
     type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
+    default=None,
+    help="Warcraft: multiply the cell probabilities before projecting [default: the calibrated decode_scale "
+    "in the model's JSON sidecar, else 1].",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0.1),
+    default=600.0,
     show_default=True,
-    help="Warcraft: multiply the cell probabilities before projecting (larger concentrates mu on one path).",
+    help="pishield / deepproblog: seconds allowed (the shield build; one DeepProbLog query).",
 )
 @click.option("-o", "--output", default=None, metavar="PATH", help="Write the predictions NPZ here.")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def eval_(input, task, method, model_path, limit, scale, output, **_):
+def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_):
     """Evaluate a trained predictor on the dataset's test split (INPUT).
 
     Prints one JSON line per instance, then a summary line (validity, exact match,
-    cost ratio or accuracy, ms per instance).
+    cost ratio or accuracy, ms per instance). pishield and deepproblog run under --time-limit;
+    a timeout is a result (rows with status "timeout", counted in the summary), not a failure.
 
     \b
     EXAMPLES
@@ -403,8 +463,12 @@ def eval_(input, task, method, model_path, limit, scale, output, **_):
         model.load_state_dict(weights)
     except RuntimeError:
         raise DataError(f"{model_path}: these weights are not a {task} model; train one with --task {task}") from None
+    if scale is None:
+        scale = _sidecar_scale(model_path)
     with run.progress() as callback:
-        result = evaluate(task, method, model, arrays, limit=limit, scale=scale, progress=callback)
+        result = evaluate(
+            task, method, model, arrays, limit=limit, scale=scale, time_limit=time_limit, progress=callback
+        )
     if output is not None:
         io.write_arrays(output, result.predictions, force=run.force)
     for row in result.rows:
@@ -412,12 +476,38 @@ def eval_(input, task, method, model_path, limit, scale, output, **_):
     run.emit_result(result.summary, output="-")
 
 
+def _sidecar_scale(model_path: str) -> float:
+    """The calibrated decode temperature stored beside the weights by 'train', else 1."""
+    import json
+    from pathlib import Path
+
+    sidecar = Path(model_path).with_suffix(".json")
+    try:
+        config = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return 1.0
+    return float(config.get("decode_scale", 1.0))
+
+
 @main.command("bench")
 @click.option("--quick", is_flag=True, help="Small sizes (for make demo).")
 @click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Instances per case.")
+@click.option(
+    "--baselines",
+    is_flag=True,
+    help="Instead: time the exact baselines (sl-exact SDD compile per grid side, DeepProbLog per N) under --time-limit.",
+)
+@click.option(
+    "--time-limit", type=click.FloatRange(min=0.1), default=600.0, show_default=True, help="Seconds per baseline case."
+)
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def bench(quick, batch, output, seed, **_):
+def bench(quick, batch, baselines, time_limit, output, seed, **_):
     """Time the projection and the decoders against references; CSV to -o, JSON summary on stdout.
+
+    With --baselines: compile the Warcraft path constraint to an SDD (PySDD; sl-exact) for grid
+    sides 3, 4, 5 and 30, and run DeepProbLog's exact inference of one N-digit sum for N = 1, 2, ...
+    15, each under --time-limit; a timeout is a row (status timeout), and the summary gives the
+    largest grid side and the largest N that finished.
 
     \b
     EXAMPLES
@@ -430,7 +520,9 @@ def bench(quick, batch, output, seed, **_):
 
     run = Run.from_context()
     with run.progress() as callback:
-        result = run_bench(quick=quick, batch=batch, seed=seed, progress=callback)
+        result = run_bench(
+            quick=quick, batch=batch, seed=seed, baselines=baselines, time_limit=time_limit, progress=callback
+        )
     if output != "-":
         io.write_table(pd.DataFrame(result.rows), output, force=run.force)
     run.emit_result(result.to_dict(), output="-")

@@ -161,3 +161,34 @@ def test_gen_train_eval_pipeline(run_cli, folder, one_line_error):
     assert summary["instances"] == 4 and summary["valid"] == 1.0
     proc = run_cli([PROG, "eval", data, "--task", "sudoku", "--model", model])
     one_line_error(proc, PROG, "holds a warcraft dataset, not sudoku; pass --task warcraft")
+
+
+def test_a_baseline_on_the_wrong_task_is_a_usage_error(run_cli, folder, one_line_error):
+    data = folder / "tiny-w.npz"
+    proc = run_cli([PROG, "gen", "warcraft", "--size", "4", "--n", "4", "--n-test", "2", "-o", data])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "train", data, "--method", "pishield", "-o", folder / "x.safetensors"])
+    one_line_error(proc, PROG, "--method pishield applies to --task sudoku or shidoku only, not warcraft")
+
+
+@pytest.mark.slow
+def test_deepproblog_through_the_executable(run_cli, folder):
+    pytest.importorskip("deepproblog")
+    data, model = folder / "add.npz", folder / "add.safetensors"
+    proc = run_cli([PROG, "gen", "mnist-add", "--digits", "1", "--n", "0", "--n-test", "2", "-o", data])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "train", data, "--epochs", "1", "--limit", "32", "-o", model])
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli([PROG, "eval", data, "--method", "deepproblog", "--model", model, "--time-limit", "120"])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert summary["method"] == "deepproblog" and summary["timeouts"] == 0 and summary["instances"] == 2
+
+
+def test_eval_reads_the_calibrated_scale_from_the_sidecar(tmp_path):
+    from methodkit.cli.casper_solve import _sidecar_scale
+
+    model = tmp_path / "m.safetensors"
+    assert _sidecar_scale(str(model)) == 1.0  # no sidecar
+    model.with_suffix(".json").write_text(json.dumps({"task": "warcraft", "decode_scale": 4.0}))
+    assert _sidecar_scale(str(model)) == 4.0

@@ -141,11 +141,35 @@ def test_torch_layer_gradcheck():
     assert torch.autograd.gradcheck(layer, (theta,), eps=1e-7, atol=1e-5)
 
 
-def test_newton_cap_gives_proj_error_not_an_inexact_mu():
+def test_newton_cap_gives_proj_error_not_an_inexact_mu(monkeypatch):
     program = compile_spec(sudoku_spec(4))
     projector = Projector(program, max_iter=1)
+    monkeypatch.setattr(projector, "_interior_point_dual", lambda theta: None)  # the safeguard fails too
     theta = _theta(program, np.random.default_rng(7), batch=4, scale=3.0)
     mu, states = projector.project(theta)
     errors = [i for i, s in enumerate(states) if s.status == "proj_error"]
     assert errors, "with one step some rows should fail"
     assert all(np.isnan(mu[i]).all() for i in errors)
+
+
+def test_stalled_newton_is_finished_from_the_interior_point_dual():
+    """Raw negative node scores on a flow stall plain Newton; the Clarabel safeguard must still be exact."""
+    from methodkit.tools.casper.builders import compiled
+
+    program = compiled("grid", 8, False)
+    theta = np.zeros((10, program.n))
+    theta[:, program.extra["t0_node_col"]] = -np.random.default_rng(0).uniform(0, 4, size=(10, 64))
+    mu, states = Projector(program).project(theta)
+    rescued = [i for i, s in enumerate(states) if s.method == "newton+ipm"]
+    assert rescued and all(s.status == "ok" and s.residual <= 1e-10 for s in states)
+    assert all(s.iterations <= 50 for s in states)
+    plain, plain_states = Projector(program, max_iter=200).project(theta[rescued])  # Newton alone, given time
+    for k, i in enumerate(rescued):
+        if plain_states[k].status == "ok":
+            np.testing.assert_allclose(mu[i], plain[k], atol=1e-8)
+    cp = pytest.importorskip("cvxpy")
+    i = rescued[0]
+    y = cp.Variable(program.n)
+    cons = [program.A @ y == program.b, y >= program.lower, y <= program.upper]
+    cp.Problem(cp.Minimize(cp.sum_squares(y - theta[i])), cons).solve(solver="CLARABEL", tol_gap_abs=1e-12)
+    assert np.max(np.abs(y.value - mu[i])) <= 1e-4

@@ -34,6 +34,10 @@ class BenchResult:
                 out["viterbi_ms_n1024"] = row["ours_s"] * 1000
             elif row["case"] == "sparsemax":
                 out["sparsemax_speedup_vs_entmax"] = row["ratio"]
+        for case, key in (("sl_exact_compile", "sl_exact_largest_grid"), ("deepproblog", "deepproblog_largest_n")):
+            done = [row["size"] for row in self.rows if row["case"] == case and row.get("status") == "ok"]
+            if any(row["case"] == case for row in self.rows):
+                out[key] = max(done) if done else None
         return out
 
 
@@ -155,9 +159,67 @@ def bench_viterbi(rng) -> list:
     return rows
 
 
-def run(*, quick: bool = False, batch: int = 8, seed: int = 0, progress=silent) -> BenchResult:
+def bench_sl_exact(sizes, time_limit: float) -> list:
+    from methodkit.tools.casper.baselines import CompileTimeout, PathSDD
+
+    rows = []
+    for n in sizes:
+        start = time.perf_counter()
+        try:
+            circuit = PathSDD(n, time_limit)
+            status, detail = "ok", {"sets": circuit.sets, "sdd_size": int(circuit.root.size())}
+        except CompileTimeout as exc:
+            status, detail = "timeout", exc.detail
+        row = _row("sl_exact_compile", n, time.perf_counter() - start, None)
+        rows.append({**row, "status": status, **detail})
+    return rows
+
+
+def bench_deepproblog(digits, time_limit: float, seed: int) -> list:
+    import torch
+
+    from methodkit.tools.casper.baselines import CompileTimeout, deepproblog_sum, run_with_limit
+    from methodkit.tools.casper.models import DigitMLP
+
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(DigitMLP(), torch.nn.Softmax(-1))  # exact inference cost does not depend on weights
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in digits:
+        images = rng.integers(0, 17, size=(2, n, 64)).astype(np.float32)
+        start = time.perf_counter()
+        try:
+            run_with_limit(deepproblog_sum, (net, images[0], images[1]), time_limit)
+            status = "ok"
+        except CompileTimeout:
+            status = "timeout"
+        rows.append({**_row("deepproblog", n, time.perf_counter() - start, None), "status": status})
+        if status == "timeout":
+            break  # larger N only grows the program
+    return rows
+
+
+def run(
+    *,
+    quick: bool = False,
+    batch: int = 8,
+    seed: int = 0,
+    baselines: bool = False,
+    time_limit: float = 600.0,
+    progress=silent,
+) -> BenchResult:
     rng = np.random.default_rng(seed)
     result = BenchResult()
+    if baselines:
+        steps = [
+            lambda: bench_sl_exact((3, 4, 5, 30), time_limit),
+            lambda: bench_deepproblog(range(1, 16), time_limit, seed),
+        ]
+        progress("bench baselines", 0, len(steps))
+        for k, step in enumerate(steps):
+            result.rows.extend(step())
+            progress("bench baselines", k + 1, len(steps))
+        return result
     steps = [
         lambda: [bench_projection(12 if quick else 30, min(batch, 4) if quick else batch, rng)],
         lambda: [bench_sparsemax(rng)],

@@ -182,13 +182,31 @@ class Projector:
             free = (theta > self.lower) & (theta < self.upper)
             return np.clip(theta, self.lower, self.upper), RowState("ok", "affine", 0, 0.0, free)
         nu = self.full_factor.solve(self.Ar @ theta - self.b)
+        first = self.max_iter // 2  # the step budget is shared: half before the safeguard, the rest after
+        out, steps, F = self._newton(theta, nu, budget=first)
+        if out is not None:
+            return out
+        # Safeguard: from scores far outside P (e.g. all raw logits < -2 on a flow) the Newton path
+        # can stall. An interior-point QP (Clarabel) supplies a dual point near the solution; Newton
+        # restarted there finishes it, and the same residual test certifies the result.
+        nu_ipm = self._interior_point_dual(theta)
+        if nu_ipm is not None:
+            out, more, F = self._newton(theta, nu_ipm, budget=self.max_iter - first, method="newton+ipm", offset=steps)
+            if out is not None:
+                return out
+            steps += more
+        nan = np.full(self.n, np.nan)
+        return nan, RowState("proj_error", "newton", steps, float(np.max(np.abs(F))), None, None)
+
+    def _newton(self, theta, nu, *, budget, method="newton", offset=0):
+        """Semismooth Newton from nu: ((mu, RowState), steps, F) when it certifies, else (None, steps, F)."""
         z, y, F = self._respond(theta, nu)
         g = self._dual(theta, y, F, nu)
-        for it in range(self.max_iter + 1):
+        for it in range(budget + 1):
             norm = float(np.max(np.abs(F), initial=0.0))
             if norm <= self.tol:
-                return self._finish(theta, nu, z, y, F, it)
-            if it == self.max_iter:
+                return self._finish(theta, nu, z, y, F, it + offset, method), it, F
+            if it == budget:
                 break
             free = (z > self.lower) & (z < self.upper)
             factor = self._soft_factor(free, 1e-2 * min(norm, 1.0))
@@ -203,10 +221,30 @@ class Projector:
                     break
                 t *= 0.5
             nu, z, y, F, g = nu_t, z_t, y_t, F_t, g_t
-        nan = np.full(self.n, np.nan)
-        return nan, RowState("proj_error", "newton", self.max_iter, float(np.max(np.abs(F))), None, None)
+        return None, budget, F
 
-    def _finish(self, theta, nu, z, y, F, iterations):
+    def _interior_point_dual(self, theta):
+        """The equality multipliers of min 1/2||y - theta||^2 on P from Clarabel, or None if it fails."""
+        try:
+            import clarabel
+        except ImportError:
+            return None
+        n, m = self.n, self.program.m
+        finite = np.flatnonzero(np.isfinite(self.upper))
+        lower_finite = np.flatnonzero(np.isfinite(self.lower))
+        eye = sp.identity(n, format="csc")
+        A = sp.vstack([self.program.A.tocsc(), -eye[lower_finite], eye[finite]]).tocsc()
+        b = np.r_[self.b, -self.lower[lower_finite], self.upper[finite]]
+        cones = [clarabel.ZeroConeT(m), clarabel.NonnegativeConeT(len(lower_finite) + len(finite))]
+        settings = clarabel.DefaultSettings()
+        settings.verbose = False
+        settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
+        solution = clarabel.DefaultSolver(eye, -np.asarray(theta, dtype=float), A, b, cones, settings).solve()
+        if str(solution.status) not in ("Solved", "AlmostSolved"):
+            return None
+        return np.asarray(solution.z[:m], dtype=float)  # KKT: y - theta + A^T nu - z_l + z_u = 0
+
+    def _finish(self, theta, nu, z, y, F, iterations, method="newton"):
         """Polish: one exact step on the final free set, kept if it lowers the residual."""
         free = (z > self.lower) & (z < self.upper)
         factor = self._factor(free, 1e-14)
@@ -218,7 +256,7 @@ class Projector:
             norm_p = float(np.max(np.abs(F_p), initial=0.0))
             if norm_p < norm and np.array_equal(free_p, free):
                 y, norm = y_p, norm_p
-        method = "affine" if iterations == 0 else "newton"
+        method = "affine" if iterations == 0 else method
         return y, RowState("ok", method, iterations, norm, free, factor)
 
     # ---- backward

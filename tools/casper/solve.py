@@ -93,20 +93,36 @@ def run(
     *,
     input_kind: str = "scores",
     time_limit: float = 60.0,
+    device: str = "cpu",
     progress=silent,
 ) -> ProjectResult:
-    """Project each row of `scores` (batch, n_user) onto P and decode a certified point of C."""
+    """Project each row of `scores` (batch, n_user) onto P and decode a certified point of C.
+
+    device 'cuda' projects the whole batch at once with the batched dense solver on CuPy
+    (batched.py; programs of at most 4,096 rows); the decode and the certificate stay on the CPU.
+    """
     theta = to_theta(program, scores, input_kind)
     projector = Projector(program)
     decoder = Decoder(program, time_limit=time_limit)
     batch = theta.shape[0]
+    batched = None
+    if device == "cuda":
+        from methodkit.core.backend import array_module
+        from methodkit.tools.casper.batched import BatchedDenseProjector
+
+        start = time.perf_counter()
+        batched = BatchedDenseProjector(program, array_module("cuda")).project(theta)
+        batched_ms = (time.perf_counter() - start) * 1000 / max(batch, 1)
     soft = np.zeros((batch, program.n_user), dtype=np.float32)
     hard = np.zeros((batch, program.n_user), dtype=np.uint8)
     status, rows = [], []
     progress("project", 0, batch)
     for i in range(batch):
         start = time.perf_counter()
-        mu, states = projector.project(theta[i : i + 1])
+        if batched is None:
+            mu, states = projector.project(theta[i : i + 1])
+        else:
+            mu, states = batched[0][i : i + 1], batched[1][i : i + 1]
         state = states[0]
         row = {"i": i, "status": state.status, "objective": None, "certificate": None}
         if state.status == "ok":
@@ -130,7 +146,7 @@ def run(
                 }
         else:
             soft[i] = np.nan
-        row["ms"] = round((time.perf_counter() - start) * 1000, 3)
+        row["ms"] = round((time.perf_counter() - start) * 1000 + (batched_ms if batched else 0.0), 3)
         status.append(row["status"])
         rows.append(row)
         progress("project", i + 1, batch)
