@@ -2,10 +2,16 @@
 
 - cbf_forward: numba CBF filter vs the same filter in vectorised NumPy (loop over trials).
 - cbf_value_grad: numba forward-mode value+gradient vs torch autograd through the same filter.
-- pf_p10000: numba particle filter vs a NumPy particle filter (vectorised over particles, in the
-  style of payampiray/health-lesion-stovol), one 200-trial subject, 10,000 particles.
-- fit_per_subject: CBF gradient fit (5 restarts) vs the PF-HPL derivative-free protocol (P=1000,
-  R=4, 60 evaluations), seconds per subject.
+- pf_p10000_vs_numpy: numba pf-beta particle filter vs the same filter vectorised over particles in
+  NumPy, one 200-trial subject, 10,000 particles.
+- pf_p10000_vs_anchor (with --anchor DIR, a checkout of payampiray/health-lesion-stovol): the same
+  run through that repository's numpy `LearningModel` (imported from DIR, not copied).
+- fit_per_subject(cbf vs pf-hpl cpu): CBF gradient fit of the whole cohort (5 restarts, batched),
+  seconds per subject, vs the PF-HPL CPU protocol (Nelder-Mead, P=1000, R=4, 60 evaluations).
+- fit_per_subject(cbf vs pf-hpl paper), with --paper-protocol: vs the paper's protocol (BO, P=10,000,
+  R=10, 200 evaluations) on one subject.
+Times are CPU seconds of this process with numba on one thread (the machine is shared; wall time
+there is noise), so numba and NumPy are compared core for core.
 Sizes are small (a shared 2-core machine); pass --scale 4 for larger cohorts.
 """
 
@@ -18,12 +24,37 @@ import time
 import numpy as np
 
 
-def _time(fn, repeat=1):
-    fn()  # compile / warm
-    start = time.perf_counter()
+def _time(fn, repeat=1, warm=True):
+    if warm:
+        fn()  # compile / warm
+    start = time.process_time()
     for _ in range(repeat):
         fn()
-    return (time.perf_counter() - start) / repeat
+    return (time.process_time() - start) / repeat
+
+
+class _Rows(list):
+    """Rows printed as they are measured (a long run still leaves the early rows)."""
+
+    def append(self, row):
+        case, size, ours, ref = row
+        print(f"{case} {size} {ours:.4f} {ref:.4f} {ref / ours:.1f}", flush=True)
+        super().append(row)
+
+
+def anchor_pf(anchor_dir: str, outcome, P):
+    """health-lesion-stovol's numpy LearningModel (lambda = .2 both, init variances 30 / 10, x0 unc 10)."""
+    import contextlib
+    import io
+    import sys
+
+    sys.path.insert(0, anchor_dir)
+    import learning_models  # noqa: PLC0415 (the anchor repository's module)
+
+    with contextlib.redirect_stdout(io.StringIO()):  # its constructor prints the model name
+        model = learning_models.LearningModel(0.2, 0.2, 30.0, 10.0, 10.0, P)
+    np.random.seed(0)
+    return lambda: model.run(outcome)
 
 
 def numpy_cbf(outcome, vn, sn, m0=60.0, w0=10.0):
@@ -83,14 +114,22 @@ def numpy_pf_beta(outcome, lam_v, lam_s, v0, s0, P, rng, m0=60.0, w0=10.0):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=int, default=1)
+    parser.add_argument("--anchor", default=None, help="a checkout of payampiray/health-lesion-stovol")
+    parser.add_argument("--paper-protocol", action="store_true", help="also time PF-HPL under the paper's protocol")
+    parser.add_argument("--paper-evaluations", type=int, default=10, help="evaluations timed of the paper protocol")
+    parser.add_argument("--skip-torch", action="store_true", help="skip the (slow) torch autograd reference row")
     args = parser.parse_args()
+    import numba
     import torch
+
+    numba.set_num_threads(1)
 
     from methodkit.tools.cbf import agents, data, fit, grid, kernels, models, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
     torch.set_default_dtype(torch.float64)
-    rows = []
+    print("case size ours_s ref_s ratio", flush=True)
+    rows = _Rows()
     task = data.simulate_task(seed=1)
     n = 20 * args.scale
     people = data.cohort_for_agents(task, n, seed=2)
@@ -118,32 +157,51 @@ def main() -> None:
         loss, _, _, _ = fit.neg_log_posterior(t, batch, opts)
         loss.sum().backward()
 
-    rows.append(("cbf_value_grad", f"{n}x4x50xK15", _time(lambda: objective(theta), 3), _time(torch_grad)))
+    if not args.skip_torch:
+        rows.append(("cbf_value_grad", f"{n}x4x50xK15", _time(lambda: objective(theta), 3), _time(torch_grad)))
 
     P = 10_000
     one = cohort.subset([0])
     seeds = np.array([[12345]], dtype=np.int64)
     pf_opts = fit.FitOptions(model="pf-beta", particles=P)
     values = np.array([[0.2, 0.2, 10.0, 30.0]])
-    ours = _time(lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds), 3)
+    ours = _time(lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=True), 3)
     rng = np.random.default_rng(0)
     outcome = one.outcome[0].ravel()
-    ref = _time(lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng))
-    rows.append(("pf_p10000", "1x200", ours, ref))
+    rows.append(
+        ("pf_p10000_vs_numpy", "1x200", ours, _time(lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng)))
+    )
+    if args.anchor:
+        rows.append(("pf_p10000_vs_anchor", "1x200", ours, _time(anchor_pf(args.anchor, outcome, P))))
     del kernels
 
+    fit.run(cohort.subset([0]), fit.FitOptions(restarts=1, max_iter=2))  # compile outside the timing
+    cbf_per = _time(lambda: fit.run(cohort, fit.FitOptions()), warm=False) / n
     few = cohort.subset(np.arange(2))
-    start = time.perf_counter()
-    fit.run(few, fit.FitOptions())
-    cbf_per = (time.perf_counter() - start) / 2
-    start = time.perf_counter()
-    fit.run(few, fit.FitOptions(model="pf-hpl"), seed=0)
-    pf_per = (time.perf_counter() - start) / 2
-    rows.append(("fit_per_subject(cbf vs pf-hpl)", "2 subjects", cbf_per, pf_per))
-
-    print("case size ours_s ref_s ratio")
-    for case, size, ours, ref in rows:
-        print(f"{case} {size} {ours:.4f} {ref:.4f} {ref / ours:.1f}")
+    cpu = fit.FitOptions(model="pf-hpl")
+    pf_per = _time(lambda: fit.run(few, cpu, seed=0)) / 2
+    rows.append(
+        (
+            f"fit_per_subject_cbf_vs_pfhpl_cpu(P={cpu.particles},R={cpu.runs},NM{cpu.evaluations})",
+            f"{n}_vs_2_subjects",
+            cbf_per,
+            pf_per,
+        )
+    )
+    if args.paper_protocol:
+        # The paper's protocol (BO, P = 10,000, R = 10, 200 evaluations) costs minutes per subject here, so
+        # it is timed on its first `--paper-evaluations` evaluations and scaled to 200 (marked "extrapolated").
+        k = args.paper_evaluations
+        paper = fit.FitOptions(model="pf-hpl", optimizer="bo", particles=10_000, runs=10, evaluations=k)
+        pf_k = _time(lambda: fit.run(cohort.subset([0]), paper, seed=0), warm=False)
+        rows.append(
+            (
+                f"fit_per_subject_cbf_vs_pfhpl_paper(P=10000,R=10,BO200;{k}_evals_timed_x{200 / k:g})",
+                f"{n}_vs_1_subject",
+                cbf_per,
+                pf_k * 200 / k,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -140,3 +140,21 @@ def test_params_for_another_model_is_named(run_cli, files, one_line_error):
 def test_head_is_quiet(shell):
     proc = shell("cbf-sim task | head -1")
     assert proc.returncode == 0 and proc.stderr == b""
+
+
+def test_pf_hpl_fit_by_bayesian_optimisation_is_reproducible(run_cli, files):
+    args = ["cbf-fit", "fit", files / "a.csv", "--model", "pf-hpl", "--optimizer", "bo"]
+    args += ["--particles", "50", "--runs", "1", "--evaluations", "6", "--seed", "2"]
+    one = run_cli([*args, "-o", files / "bo1.csv"])
+    assert one.returncode == 0, one.stderr
+    assert run_cli([*args, "-o", files / "bo2.csv"]).returncode == 0
+    assert (files / "bo1.csv").read_bytes() == (files / "bo2.csv").read_bytes()
+    header = (files / "bo1.csv").read_text().splitlines()[0].split(",")
+    assert {"mu_v", "mu_s", "sigma", "sse", "evaluations"} <= set(header)
+
+
+def test_pf_params_outside_their_range_are_named(run_cli, files, one_line_error):
+    rows = "".join(f"{s},pf-beta,{lam},0.2,10,30\n" for s, lam in (("s0001", 0.2), ("s0002", 1.5), ("s0003", 0.2)))
+    (files / "badpf.csv").write_text("subject,model,lambda_v,lambda_s,v0,s0\n" + rows)
+    proc = run_cli(["cbf-fit", "signals", files / "a.csv", "--params", files / "badpf.csv"])
+    one_line_error(proc, "cbf-fit", "badpf.csv: subject s0002: 'lambda_v' = 1.5 is outside [0, 1)")

@@ -61,3 +61,46 @@ def test_systematic_resampling_matches_a_numpy_reference():
         points = (u0 + np.arange(37)) / 37
         ref = np.minimum(np.searchsorted(np.cumsum(w), points), 36)
         assert np.array_equal(index, ref)
+
+
+def test_own_generator_draws_follow_their_distributions():
+    """KS tests of the PF's xoshiro256+ / ziggurat / Marsaglia-Tsang / Beta(a, 1/2) samplers (fixed seeds)."""
+    from scipy import stats
+
+    cases = [
+        (0, 0.0, stats.uniform()),
+        (1, 0.0, stats.norm()),
+        (2, 2.0, stats.gamma(2.0)),
+        (2, 0.3, stats.gamma(0.3)),
+        (3, 2.0, stats.beta(2.0, 0.5)),  # lambda = 0.2
+        (3, 0.2, stats.beta(0.2, 0.5)),  # lambda = 5/7: shape < 1 takes the boosted branch
+        (3, 19.5, stats.beta(19.5, 0.5)),  # lambda = 0.025
+    ]
+    for kind, shape, dist in cases:
+        x = kernels.sample(kind, shape, 11, 40_000)
+        assert stats.kstest(x, dist.cdf).pvalue > 1e-3, (kind, shape)
+        assert abs(x.mean() - dist.mean()) < 5 * dist.std() / 200.0, (kind, shape)
+
+
+def test_normal_tail_beyond_the_ziggurat_base_has_the_right_mass():
+    x = kernels.sample(1, 0.0, 5, 1_000_000)
+    tail = (np.abs(x) > 3.0).mean()
+    assert abs(tail - 0.0026998) < 4 * np.sqrt(0.0027 / 1e6)
+    assert np.abs(x).max() > 4.0  # draws do come from the tail branch
+
+
+def test_generator_streams_depend_on_the_seed_only():
+    a, b, c = (kernels.sample(0, 0.0, s, 1000) for s in (1, 1, 2))
+    assert np.array_equal(a, b)
+    assert not np.allclose(a, c)
+    assert abs(np.corrcoef(a, c)[0, 1]) < 0.1
+
+
+def test_pf_beta_transition_matches_the_published_diffusion():
+    """One step of the precision diffusion: E[z_t / z_{t-1}] = E[eps] / eta = 1 (Piray & Daw 2021)."""
+    lam = 0.2
+    eta, nu = 1 - lam, 0.5 / lam
+    eps = kernels.sample(3, eta * nu, 3, 100_000)
+    ratio = eps / eta
+    assert abs(ratio.mean() - 1.0) < 0.005
+    assert abs(eps.var() - (eta * (1 - eta)) / (nu + 1)) < 0.002

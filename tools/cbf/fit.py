@@ -354,8 +354,11 @@ def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFr
 # ---------------------------------------------------------------- particle filters, derivative-free
 
 
-def pf_predictions(model: str, cohort: Cohort, values: np.ndarray, opts: FitOptions, seeds: np.ndarray):
-    """Mean-over-runs predictions and signals [S, B, T] of a particle model, plus collapse counts [S, R]."""
+def pf_predictions(
+    model: str, cohort: Cohort, values: np.ndarray, opts: FitOptions, seeds: np.ndarray, signals: bool = False
+):
+    """Mean-over-runs predictions and signals [S, B, T] of a particle model, plus collapse counts [S, R].
+    Without `signals` only the predictions are computed (vol/sto/ambiguity come back NaN)."""
     from methodkit.tools.cbf import kernels
 
     S, B, T = cohort.outcome.shape
@@ -374,6 +377,7 @@ def pf_predictions(model: str, cohort: Cohort, values: np.ndarray, opts: FitOpti
         opts.filter.w0,
         *outs,
         collapses,
+        signals,
     )
     return [o.mean(1) for o in outs], [o for o in outs], collapses
 
@@ -385,11 +389,12 @@ def run_seeds(seed: int, subject: int, evaluation: int, runs: int) -> np.ndarray
 
 
 def fit_particle(cohort: Cohort, opts: FitOptions, seed: int = 0, progress=silent) -> pd.DataFrame:
-    """SSE(predictions, responses) averaged over R particle-filter runs, minimised by Nelder-Mead in the box."""
-    from scipy.optimize import minimize
+    """SSE(predictions, responses) averaged over R particle-filter runs, minimised in the box by Nelder-Mead
+    or Bayesian optimisation (Piray & Daw 2024's protocol: 5 seed points, GP surrogate, `--evaluations`)."""
+    from methodkit.tools.cbf.derivfree import OPTIMIZERS, minimize_box
 
-    if opts.optimizer != "nelder-mead":
-        raise UsageError(f"--optimizer {opts.optimizer}: only nelder-mead is available in this build")
+    if opts.optimizer not in OPTIMIZERS:
+        raise UsageError(f"--optimizer must be one of {', '.join(OPTIMIZERS)}")
     spec = models.PARTICLE_MODELS[opts.model]
     low, high = np.array(spec.low), np.array(spec.high)
     rows = []
@@ -412,13 +417,12 @@ def fit_particle(cohort: Cohort, opts: FitOptions, seed: int = 0, progress=silen
             sse = ((per_run[0][0] - resp[None]) ** 2)[:, m].sum(-1)
             return float(sse.mean())
 
-        x0 = np.full(low.size, 0.5)
-        simplex = np.vstack([x0] + [x0 + 0.25 * np.eye(low.size)[j] for j in range(low.size)])
-        result = minimize(
+        result = minimize_box(
             objective,
-            x0,
-            method="Nelder-Mead",
-            options={"maxfev": opts.evaluations, "initial_simplex": simplex, "xatol": 1e-3, "fatol": 1e-3},
+            low.size,
+            opts.optimizer,
+            opts.evaluations,
+            seed=int(np.random.SeedSequence([seed, s]).generate_state(1)[0]),
         )
         values = low + (high - low) * np.clip(result.x, 0.0, 1.0)
         n_obs = int(m.sum())
@@ -438,7 +442,7 @@ def fit_particle(cohort: Cohort, opts: FitOptions, seed: int = 0, progress=silen
                 "n_restarts": 1,
                 "converged": bool(result.success),
                 "grad_norm": np.nan,
-                "boundary": bool(np.any(result.x <= 0.0) or np.any(result.x >= 1.0)),
+                "boundary": bool(np.any(result.x <= 1e-6) or np.any(result.x >= 1.0 - 1e-6)),
                 "failed": not np.isfinite(sse),
                 "collapses": counter["collapse"],
                 "evaluations": counter["n"],

@@ -137,11 +137,146 @@ def cbf_filter(
         edge_mass[s] = edge
 
 
+# ---------------------------------------------------------------- random numbers for the particle filters
+# xoshiro256+ (Blackman & Vigna) per PF run, its state seeded by splitmix64 from the run's seed: a few
+# integer operations per draw, no shared generator state, the same stream whatever the thread count.
+_U11, _U17, _U27, _U30, _U31, _U45, _U19 = (np.uint64(n) for n in (11, 17, 27, 30, 31, 45, 19))
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TWO_M53 = 2.0**-53
+
+
+def _ziggurat_tables(layers=128, r=3.442619855899, area=9.91256303526217e-3):
+    """Layer edges x[0..layers] and ratios x[i+1]/x[i] of the normal ziggurat (Marsaglia & Tsang 2000, as
+    laid out by Doornik 2005: 128 layers of equal area, the base layer holding the tail beyond r)."""
+    x = np.zeros(layers + 1)
+    f = math.exp(-0.5 * r * r)
+    x[0] = area / f
+    x[1] = r
+    for i in range(2, layers):
+        x[i] = math.sqrt(-2.0 * math.log(area / x[i - 1] + f))
+        f = math.exp(-0.5 * x[i] * x[i])
+    return x, x[1:] / x[:-1]
+
+
+_ZIG_X, _ZIG_RATIO = _ziggurat_tables()
+_ZIG_R = 3.442619855899
+_U3, _MASK7 = np.uint64(3), np.uint64(127)
+
+
+@njit(cache=True)
+def rng_seed(seed, state):
+    """Fill state (uint64[4]) from an integer seed by splitmix64."""
+    x = np.uint64(seed)
+    for k in range(4):
+        x += _GOLDEN
+        z = x
+        z = (z ^ (z >> _U30)) * _MIX1
+        z = (z ^ (z >> _U27)) * _MIX2
+        state[k] = z ^ (z >> _U31)
+
+
+@njit(cache=True, inline="always")
+def _next64(state):
+    s0, s1, s2, s3 = state[0], state[1], state[2], state[3]
+    out = s0 + s3
+    t = s1 << _U17
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = (s3 << _U45) | (s3 >> _U19)
+    state[0], state[1], state[2], state[3] = s0, s1, s2, s3
+    return out
+
+
+@njit(cache=True, inline="always")
+def rng_uniform(state):
+    """Uniform on [0, 1) from the top 53 bits (through int64: a single conversion instruction)."""
+    return float(np.int64(_next64(state) >> _U11)) * _TWO_M53
+
+
+@njit(cache=True, inline="always")
+def rng_normal(state):
+    """Standard normal by the ziggurat: one 64-bit draw gives the sign/abscissa (top 53 bits) and the
+    layer (bits 3-9); ~99% of draws are accepted inside a rectangle without any transcendental call."""
+    while True:
+        bits = _next64(state)
+        u = 2.0 * float(np.int64(bits >> _U11)) * _TWO_M53 - 1.0
+        i = np.int64((bits >> _U3) & _MASK7)
+        if abs(u) < _ZIG_RATIO[i]:
+            return u * _ZIG_X[i]
+        if i == 0:  # the tail beyond R (Marsaglia 1964)
+            while True:
+                x = math.log(1.0 - rng_uniform(state)) / _ZIG_R
+                y = math.log(1.0 - rng_uniform(state))
+                if -2.0 * y >= x * x:
+                    return x - _ZIG_R if u < 0.0 else _ZIG_R - x
+        x = u * _ZIG_X[i]
+        f0 = math.exp(-0.5 * (_ZIG_X[i] * _ZIG_X[i] - x * x))
+        f1 = math.exp(-0.5 * (_ZIG_X[i + 1] * _ZIG_X[i + 1] - x * x))
+        if f1 + rng_uniform(state) * (f0 - f1) < 1.0:
+            return x
+
+
+@njit(cache=True)
+def gamma_constants(shape):
+    """(d, c, 1/shape or 0) of Marsaglia & Tsang's sampler; shape < 1 is drawn as Gamma(shape + 1) U^(1/shape)."""
+    a = shape + 1.0 if shape < 1.0 else shape
+    d = a - 1.0 / 3.0
+    return d, 1.0 / math.sqrt(9.0 * d), 1.0 / shape if shape < 1.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def rng_gamma(state, d, c, inv_shape):
+    """Gamma(shape, 1) by Marsaglia & Tsang (2000) squeeze/rejection, constants from gamma_constants."""
+    while True:
+        x = rng_normal(state)
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = 1.0 - rng_uniform(state)
+        x2 = x * x
+        if u < 1.0 - 0.0331 * x2 * x2 or math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
+            if inv_shape > 0.0:
+                return d * v * (1.0 - rng_uniform(state)) ** inv_shape
+            return d * v
+
+
+@njit(cache=True, inline="always")
+def rng_beta_half(state, d, c, inv_shape):
+    """Beta(a, 1/2) = X / (X + Y), X ~ Gamma(a) (constants of a), Y ~ Gamma(1/2) = Z^2 / 2, Z standard normal."""
+    x = rng_gamma(state, d, c, inv_shape)
+    z = rng_normal(state)
+    return x / (x + 0.5 * z * z)
+
+
+@njit(cache=True)
+def sample(kind, shape, seed, n):
+    """n draws of one sampler (0 uniform, 1 normal, 2 Gamma(shape), 3 Beta(shape, 1/2)) from one seed (tests)."""
+    state = np.empty(4, dtype=np.uint64)
+    rng_seed(seed, state)
+    d, c, inv = gamma_constants(shape if shape > 0.0 else 1.0)
+    out = np.empty(n)
+    for i in range(n):
+        if kind == 0:
+            out[i] = rng_uniform(state)
+        elif kind == 1:
+            out[i] = rng_normal(state)
+        elif kind == 2:
+            out[i] = rng_gamma(state, d, c, inv)
+        else:
+            out[i] = rng_beta_half(state, d, c, inv)
+    return out
+
+
 @njit(cache=True)
 def _systematic_resample(weights, u0, index):
-    """Systematic resampling: index[p] for P equally spaced points offset by u0 in [0, 1/P)."""
+    """Systematic resampling: index[p] for P equally spaced points offset by u0 in [0, 1/P) (weights sum to 1)."""
     P = weights.shape[0]
-    cum = 0.0
     j = 0
     cum = weights[0]
     for p in range(P):
@@ -152,18 +287,42 @@ def _systematic_resample(weights, u0, index):
         index[p] = j
 
 
+@njit(cache=True)
+def _gather(arr, index, tmp):
+    for p in range(arr.shape[0]):
+        tmp[p] = arr[index[p]]
+    arr[:] = tmp
+
+
 @njit(cache=True, parallel=True)
 def pf_filter(
-    kind, outcome, valid, params, n_particles, seeds, m0, w0, pred_mean, vol_mean, sto_mean, ambiguity, collapses
+    kind,
+    outcome,
+    valid,
+    params,
+    n_particles,
+    seeds,
+    m0,
+    w0,
+    pred_mean,
+    vol_mean,
+    sto_mean,
+    ambiguity,
+    collapses,
+    signals=True,
 ):
     """Rao-Blackwellised particle filters over (v, s) with a Kalman filter per particle.
 
     kind PF_BETA: params [lambda_v, lambda_s, v0, s0]; precisions follow z_t = z_{t-1} eps / eta,
-    eps ~ Beta(eta nu, (1 - eta) nu), eta = 1 - lambda, nu = 0.5 / lambda (lambda = 0: fixed, a lesion).
+    eps ~ Beta(eta nu, (1 - eta) nu), eta = 1 - lambda, nu = 0.5 / lambda (lambda = 0: fixed, a lesion);
+    the second shape is (1 - eta) nu = 1/2 for every lambda, which rng_beta_half exploits.
     kind PF_HPL: params [mu_v, mu_s, sigma, init]; log v and log s jump with probability mu by
     N(0, sigma^2); v = s = init at the start of a block.
-    seeds [S, R] (uint32-range ints): run r of subject s; outputs [S, R, B, T]; weights resampled
-    systematically when ESS < P/2; collapses[s, r] counts trials whose likelihoods all underflowed.
+    seeds [S, R]: run r of subject s has its own generator; outputs [S, R, B, T]. Per trial one fused
+    pass moves the particles, reads the prediction from the current weights and updates each particle's
+    Kalman filter; weights are then multiplied by the likelihoods (shifted by the best one, i.e. log-sum-exp
+    on the linear scale) and resampled systematically when ESS < P/2. collapses[s, r] counts trials on
+    which every unshifted likelihood underflowed. signals=False skips vol/sto/ambiguity (left NaN).
     """
     S, B, T = outcome.shape
     R = seeds.shape[1]
@@ -171,19 +330,29 @@ def pf_filter(
     for job in prange(S * R):
         s = job // R
         r = job % R
-        np.random.seed(seeds[s, r])
+        state = np.empty(4, dtype=np.uint64)
+        rng_seed(seeds[s, r], state)
         v = np.empty(P)
         sv = np.empty(P)
         m = np.empty(P)
         w = np.empty(P)
-        logw = np.empty(P)
         wt = np.empty(P)
+        nw = np.empty(P)
+        quad = np.empty(P)
+        scale = np.empty(P)
         index = np.empty(P, dtype=np.int64)
         tmp = np.empty(P)
         a0 = params[s, 0]
         a1 = params[s, 1]
         a2 = params[s, 2]
         a3 = params[s, 3]
+        # pf-beta: eps ~ Beta(shape, 1/2), shape = eta nu = (1 - lambda) / (2 lambda)
+        eta_v = 1.0 - a0
+        eta_s = 1.0 - a1
+        beta_v = kind == PF_BETA and a0 > 0.0
+        beta_s = kind == PF_BETA and a1 > 0.0
+        dv, cv, iv = gamma_constants(eta_v * 0.5 / a0 if beta_v else 1.0)
+        ds, cs, is_ = gamma_constants(eta_s * 0.5 / a1 if beta_s else 1.0)
         n_collapse = 0
         for b in range(B):
             for p in range(P):
@@ -204,70 +373,85 @@ def pf_filter(
                     ambiguity[s, r, b, t] = np.nan
                     continue
                 o = outcome[s, b, t]
-                # transition of (v, s), then the prediction from the current weights
-                for p in range(P):
-                    if kind == PF_BETA:
-                        if a0 > 0.0:
-                            eta = 1.0 - a0
-                            nu = 0.5 / a0
-                            v[p] = v[p] * eta / np.random.beta(eta * nu, (1.0 - eta) * nu)
-                        if a1 > 0.0:
-                            eta = 1.0 - a1
-                            nu = 0.5 / a1
-                            sv[p] = sv[p] * eta / np.random.beta(eta * nu, (1.0 - eta) * nu)
-                    else:
-                        if np.random.random() < a0:
-                            v[p] = v[p] * math.exp(a2 * np.random.standard_normal())
-                        if np.random.random() < a1:
-                            sv[p] = sv[p] * math.exp(a2 * np.random.standard_normal())
                 mu = 0.0
                 ev = 0.0
                 es = 0.0
                 ed = 0.0
                 ed2 = 0.0
+                best = np.inf
                 for p in range(P):
-                    mu += wt[p] * m[p]
-                    ev += wt[p] * v[p]
-                    es += wt[p] * sv[p]
-                    d = math.log(v[p]) - math.log(sv[p])
-                    ed += wt[p] * d
-                    ed2 += wt[p] * d * d
-                pred_mean[s, r, b, t] = mu
-                vol_mean[s, r, b, t] = ev
-                sto_mean[s, r, b, t] = es
-                ambiguity[s, r, b, t] = max(ed2 - ed * ed, 0.0)
-                top = -np.inf
-                for p in range(P):
+                    # transition of (v, s)
+                    if kind == PF_BETA:
+                        if beta_v:
+                            v[p] = v[p] * eta_v / max(rng_beta_half(state, dv, cv, iv), 1e-300)
+                        if beta_s:
+                            sv[p] = sv[p] * eta_s / max(rng_beta_half(state, ds, cs, is_), 1e-300)
+                    else:
+                        if rng_uniform(state) < a0:
+                            v[p] = v[p] * math.exp(a2 * rng_normal(state))
+                        if rng_uniform(state) < a1:
+                            sv[p] = sv[p] * math.exp(a2 * rng_normal(state))
+                    # prediction from the current weights
+                    wp = wt[p]
+                    mu += wp * m[p]
+                    if signals:
+                        ev += wp * v[p]
+                        es += wp * sv[p]
+                        d = math.log(v[p] / sv[p])
+                        ed += wp * d
+                        ed2 += wp * d * d
+                    # likelihood terms, then the particle's Kalman update
                     pv = w[p] + v[p]
                     tot = pv + sv[p]
                     e = o - m[p]
-                    lw = math.log(wt[p]) - 0.5 * (LOG_2PI + math.log(tot)) - 0.5 * e * e / tot
-                    logw[p] = lw
-                    if lw > top:
-                        top = lw
+                    q = e * e / tot
+                    quad[p] = q
+                    scale[p] = 1.0 / math.sqrt(tot)
+                    if q < best:
+                        best = q
                     gain = pv / tot
                     m[p] += gain * e
                     w[p] = (1.0 - gain) * pv
-                if not np.isfinite(top):
-                    n_collapse += 1  # every likelihood underflowed: keep the weights uniform
-                    for p in range(P):
-                        wt[p] = 1.0 / P
-                    continue
+                pred_mean[s, r, b, t] = mu
+                if signals:
+                    vol_mean[s, r, b, t] = ev
+                    sto_mean[s, r, b, t] = es
+                    ambiguity[s, r, b, t] = max(ed2 - ed * ed, 0.0)
+                else:
+                    vol_mean[s, r, b, t] = np.nan
+                    sto_mean[s, r, b, t] = np.nan
+                    ambiguity[s, r, b, t] = np.nan
+                if 0.5 * best > 745.0:
+                    n_collapse += 1  # exp(-q/2) underflows for every particle; the shift below keeps the weights
                 acc = 0.0
                 for p in range(P):
-                    wt[p] = math.exp(logw[p] - top)
-                    acc += wt[p]
+                    x = wt[p] * math.exp(-0.5 * (quad[p] - best)) * scale[p]
+                    nw[p] = x
+                    acc += x
+                if not acc > 1e-250:
+                    # the best-fitting particle carried almost no weight: redo the product on the log scale
+                    top = -np.inf
+                    for p in range(P):
+                        lw = math.log(wt[p]) - 0.5 * quad[p] + math.log(scale[p]) if wt[p] > 0.0 else -np.inf
+                        nw[p] = lw
+                        if lw > top:
+                            top = lw
+                    acc = 0.0
+                    for p in range(P):
+                        nw[p] = math.exp(nw[p] - top)
+                        acc += nw[p]
+                inv = 1.0 / acc
                 ess_inv = 0.0
                 for p in range(P):
-                    wt[p] /= acc
-                    ess_inv += wt[p] * wt[p]
+                    x = nw[p] * inv
+                    wt[p] = x
+                    ess_inv += x * x
                 if 1.0 / ess_inv < 0.5 * P:
-                    _systematic_resample(wt, np.random.random(), index)
-                    for arr in (v, sv, m, w):
-                        for p in range(P):
-                            tmp[p] = arr[index[p]]
-                        for p in range(P):
-                            arr[p] = tmp[p]
+                    _systematic_resample(wt, rng_uniform(state), index)
+                    _gather(v, index, tmp)
+                    _gather(sv, index, tmp)
+                    _gather(m, index, tmp)
+                    _gather(w, index, tmp)
                     for p in range(P):
                         wt[p] = 1.0 / P
         collapses[s, r] = n_collapse

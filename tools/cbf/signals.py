@@ -160,8 +160,22 @@ def params_values(table: pd.DataFrame, model: str, subjects: list, name: str = "
         bad = np.flatnonzero(~np.isfinite(v))
         if bad.size:
             raise DataError(f"{name}: subject {subjects[bad[0]]}: '{c}' is not a finite number")
+        lo, hi, text = _VALID.get(c, (-np.inf, np.inf, ""))
+        bad = np.flatnonzero(~((v >= lo) & (v <= hi)))
+        if bad.size:
+            raise DataError(f"{name}: subject {subjects[bad[0]]}: '{c}' = {v[bad[0]]:g} is outside {text}")
         values[c] = v
     return values
+
+
+# natural ranges of the particle-filter parameters (lambda = 1 would make the Beta transition degenerate)
+_VALID = {
+    "lambda_v": (0.0, 0.999, "[0, 1)"),
+    "lambda_s": (0.0, 0.999, "[0, 1)"),
+    "v0": (1e-9, np.inf, "(0, inf)"),
+    "s0": (1e-9, np.inf, "(0, inf)"),
+    "sigma": (0.0, np.inf, "[0, inf)"),
+}
 
 
 def to_frame(cohort: Cohort, sig: Signals) -> pd.DataFrame:

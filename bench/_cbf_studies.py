@@ -1,0 +1,141 @@
+"""cbf acceptance studies on simulated agents (issue 13 items 3 and 4), one JSON line per study.
+
+lesion: `--per-group` pf-beta agents each of healthy (lambda = .2), vol-lesion (lambda_v = 0) and
+        sto-lesion (lambda_s = 0) on the stovol2x2 design; CBF fit -> AUC of D = log kappa_v - log kappa_s;
+        PF-HPL fit by the derivative-free CPU protocol -> AUC of mu_s - mu_v; test-retest of both on the
+        first `--retest` agents per group (PF-HPL: other optimizer/particle seed; CBF: a rerun).
+rt:     ambiguity -> RT. Power: `--n` CBF agents with log RT = 8.4 + b A_t + N(0, .1^2), b = .05, group
+        t-test on the per-subject beta_A; false positives: `--groups` groups of `--n` agents with b = 0.
+        A_t is the agents' own (true-parameter) ambiguity; the regression is `cbf-fit analyze`'s.
+Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/_cbf_studies.py lesion rt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from scipy import stats
+
+
+def lesion(args) -> dict:
+    from methodkit.tools.cbf import agents, analyze, data, fit
+
+    task = data.simulate_task(seed=1)
+    labels = ["healthy"] * args.per_group + ["vol-blind"] * args.per_group + ["sto-blind"] * args.per_group
+    people = data.cohort_for_agents(task, len(labels), seed=2)
+    params = agents.population_params("pf-beta", labels, np.random.default_rng(3), 4.0)
+    params["group"] = labels
+    cohort = agents.simulate(people, "pf-beta", params, seed=4, particles=1000).cohort
+    groups = np.array(labels)
+    out: dict = {"study": "lesion", "per_group": args.per_group, "agent": "pf-beta (P=1000)"}
+
+    def aucs(index):
+        res = {}
+        for a, b in (("vol-blind", "sto-blind"), ("sto-blind", "healthy"), ("vol-blind", "healthy")):
+            pick = (groups == a) | (groups == b)
+            sign = 1.0 if a == "vol-blind" else -1.0
+            res[f"{a}_vs_{b}"] = round(analyze.auc(sign * index[pick], groups[pick] == a), 3)
+        return res
+
+    start = time.perf_counter()
+    cbf = fit.run(cohort, fit.FitOptions(restarts=args.restarts)).table
+    out["cbf_fit_s"] = round(time.perf_counter() - start, 1)
+    d = np.log(cbf["kappa_v"].to_numpy()) - np.log(cbf["kappa_s"].to_numpy())
+    out["cbf_auc"] = aucs(d)
+    out["cbf_median_D"] = {g: round(float(np.median(d[groups == g])), 2) for g in ("healthy", "vol-blind", "sto-blind")}
+    out["cbf_converged"] = int(cbf["converged"].sum())
+    print(json.dumps(out), flush=True)
+
+    pf_opts = fit.FitOptions(model="pf-hpl", particles=args.particles, runs=args.runs, evaluations=args.evaluations)
+    start = time.perf_counter()
+    pf = fit.run(cohort, pf_opts, seed=0).table
+    out["pf_hpl_fit_s"] = round(time.perf_counter() - start, 1)
+    out["pf_hpl_protocol"] = f"nelder-mead P={args.particles} R={args.runs} evals={args.evaluations}"
+    index = pf["mu_s"].to_numpy() - pf["mu_v"].to_numpy()
+    out["pf_hpl_auc"] = aucs(index)
+    out["fit_s_per_subject"] = {
+        "cbf": round(out["cbf_fit_s"] / len(labels), 3),
+        "pf_hpl": round(out["pf_hpl_fit_s"] / len(labels), 3),
+    }
+    print(json.dumps(out), flush=True)
+
+    # test-retest on the first `retest` agents of each group
+    pick = np.concatenate([np.arange(g * args.per_group, g * args.per_group + args.retest) for g in range(3)])
+    sub = cohort.subset(pick)
+    pf2 = fit.run(sub, pf_opts, seed=1).table
+    out["pf_hpl_retest_spearman"] = {
+        k: round(float(stats.spearmanr(pf[k].to_numpy()[pick], pf2[k].to_numpy()).statistic), 3)
+        for k in ("mu_v", "mu_s", "sigma")
+    }
+    out["pf_hpl_retest_spearman"]["mu_s-mu_v"] = round(
+        float(stats.spearmanr(index[pick], pf2["mu_s"].to_numpy() - pf2["mu_v"].to_numpy()).statistic), 3
+    )
+    cbf2 = fit.run(sub, fit.FitOptions(restarts=args.restarts)).table
+    cols = ["mu_v", "kappa_v", "mu_s", "kappa_s", "sigma_r"]
+    same = np.array_equal(cbf2[cols].to_numpy(), cbf[cols].to_numpy()[pick])
+    out["cbf_retest"] = {
+        "identical": bool(same),
+        "spearman_D": round(
+            float(stats.spearmanr(d[pick], np.log(cbf2["kappa_v"]) - np.log(cbf2["kappa_s"])).statistic), 3
+        ),
+    }
+    out["retest_n"] = int(pick.size)
+    return out
+
+
+def rt(args) -> dict:
+    from methodkit.tools.cbf import agents, analyze, data
+
+    task = data.simulate_task(seed=1)
+
+    def group(n, b, seed):
+        people = data.cohort_for_agents(task, n, seed=seed)
+        params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
+        model = agents.parse_rt(f"logrt=8.4+{b}*amb+N(0,0.1)")
+        sim = agents.simulate(people, "cbf", params, seed=seed + 2, rt=model)
+        from methodkit.tools.cbf import grid, signals
+        from methodkit.tools.cbf.forward import FilterOptions
+
+        values = {k: params[k].to_numpy() for k in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
+        amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
+        table = analyze.rt_regression(sim.cohort, amb.arrays["ambiguity"]).table
+        beta = table["b_amb"].dropna().to_numpy()
+        return stats.ttest_1samp(beta, 0.0), float(np.mean(beta))
+
+    out: dict = {"study": "rt", "n": args.n}
+    test, mean = group(args.n, 0.05, 1000)
+    out["power_b0.05"] = {"mean_b_amb": round(mean, 4), "t": round(float(test.statistic), 2), "p": float(test.pvalue)}
+    print(json.dumps(out), flush=True)
+    start = time.perf_counter()
+    pvals = [group(args.n, 0.0, 2000 + 10 * g)[0].pvalue for g in range(args.groups)]
+    pvals = np.array(pvals)
+    out["false_positive"] = {
+        "groups": args.groups,
+        "rate_p<.05": float((pvals < 0.05).mean()),
+        "rate_p<.001": float((pvals < 0.001).mean()),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("studies", nargs="+", choices=["lesion", "rt"])
+    parser.add_argument("--per-group", type=int, default=60)
+    parser.add_argument("--retest", type=int, default=20, help="agents per group refitted for test-retest")
+    parser.add_argument("--restarts", type=int, default=3)
+    parser.add_argument("--particles", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--evaluations", type=int, default=60)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--groups", type=int, default=100)
+    args = parser.parse_args()
+    for study in args.studies:
+        print(json.dumps(lesion(args) if study == "lesion" else rt(args)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
