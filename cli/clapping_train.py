@@ -36,6 +36,17 @@ def main():
     code (--backend sim); `plan` shows the stage partition and link sizes; `bench`
     times the compression kernels against torch.
 
+    Checkpoints: every --ckpt-every steps and at the end, each stage writes
+    DIR/ckpt/step-N/stageP.safetensors with a JSON sidecar (parameters, momentum,
+    both link ends' buffers m/h, ef-step residuals and AQ-SGD's per-sample
+    buffers, compressor counters, torch RNG state, its logs so far), each file
+    atomically; older sets are removed once a newer one is complete. `run
+    --resume -o DIR` continues from the newest set in which all P stages reached
+    the same step, and ends with the same numbers, bit for bit, as a run that was
+    never stopped; --steps may grow. A checkpoint made with another
+    configuration (anything but --steps/--log-every) or other data is refused
+    with exit 2 naming both spec hashes.
+
     \b
     EXAMPLES
       clapping-train run --task digits --stages 4 --algo clapping-fu --compressor topk:0.05 -o run1
@@ -43,6 +54,8 @@ def main():
           --columns month,day,hour,distance,carrier,origin --categorical carrier,origin \\
           --algo clapping-fc --compressor quant:2 --reuse 4 -o run2
       clapping-train run --task charlm --algo naive --compressor topk:0.05 -o run3 >> runs.jsonl
+      clapping-train run --steps 400 --ckpt-every 50 -o run4    # stopped at step 230...
+      clapping-train run --steps 400 --ckpt-every 50 -o run4 --resume   # ...continues from step 200
       clapping-train plan --task digits --stages 4
       clapping-train bench --compressor topk:0.05 --compressor quant:2
 
@@ -50,7 +63,8 @@ def main():
     EXIT STATUS
       0  success
       1  failure while running (non-finite loss, a rank failed or timed out)
-      2  bad usage or bad input (stages > blocks, k >= d, bits not 1/2/4/8, missing target)
+      2  bad usage or bad input (stages > blocks, k >= d, bits not 1/2/4/8, missing target,
+         --resume without a complete checkpoint set or with another spec)
       130  interrupted
     """
 
@@ -160,6 +174,14 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
     show_default=True,
     help="gloo: seconds before a silent rank fails the run.",
 )
+@click.option(
+    "--ckpt-every",
+    type=click.IntRange(min=0),
+    default=100,
+    show_default=True,
+    help="Checkpoint every stage every N steps (0: only at the end) under DIR/ckpt.",
+)
+@click.option("--resume", is_flag=True, help="Continue from the newest complete stage checkpoint set in -o DIR.")
 @click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (sender sleeps).")
 @click.option("--latency-ms", type=float, default=0.0, show_default=True, help="gloo: emulated latency per message.")
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
@@ -177,9 +199,14 @@ def run_cmd(
     timeout,
     bandwidth_mbps,
     latency_ms,
+    ckpt_every,
+    resume,
     **options,
 ):
-    """Train a pipeline; writes log.csv, comm.csv, run.json (and stage weights) to -o DIR, final JSON on stdout."""
+    """Train a pipeline; writes log.csv, comm.csv, run.json and ckpt/ to -o DIR, final JSON on stdout.
+
+    --resume continues from DIR/ckpt (the newest complete set of stage checkpoints).
+    """
     from pathlib import Path
 
     import pandas as pd
@@ -195,8 +222,10 @@ def run_cmd(
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the run folder with -o DIR")
-    if Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
-        raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite")
+    if resume and not (Path(folder) / "ckpt").is_dir():
+        raise click.UsageError(f"--resume: no checkpoint in {Path(folder) / 'ckpt'}")
+    if not resume and Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
+        raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite (or --resume)")
     from methodkit.tools.clapping.tasks import partition
 
     cfg.validate(len(data.x_train))  # bad settings fail before anything is created
@@ -205,13 +234,14 @@ def run_cmd(
     Path(folder).mkdir(parents=True, exist_ok=True)
     with run.progress() as progress:
         if backend == "sim":
-            result = simulate(cfg, data, progress)
+            result = simulate(cfg, data, progress, folder=folder, ckpt_every=ckpt_every, resume=resume)
         else:
             from methodkit.tools.clapping.distributed import run_distributed
 
             result = run_distributed(
-                cfg, data, folder, timeout_s=timeout, bandwidth_mbps=bandwidth_mbps, latency_ms=latency_ms
-            )
+                cfg, data, folder, timeout_s=timeout, bandwidth_mbps=bandwidth_mbps, latency_ms=latency_ms,
+                ckpt_every=ckpt_every, resume=resume,
+            )  # fmt: skip
     io.write_table(pd.DataFrame(result.log), Path(folder) / "log.csv", force=True)
     io.write_table(pd.DataFrame(result.comm), Path(folder) / "comm.csv", force=True)
     summary = {**result.to_dict(), "backend": backend, "data": data.meta}

@@ -72,13 +72,13 @@ def config_hash(cfg) -> str:
     return hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, queue):
+def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, queue, first, ckpt_every):
     try:
         import torch
         import torch.distributed as dist
 
         from methodkit.core import checkpoint
-        from methodkit.tools.clapping import tasks
+        from methodkit.tools.clapping import checkpoints, tasks
         from methodkit.tools.clapping.pipeline import StageWorker, stage_widths
 
         torch.set_num_threads(1)
@@ -96,28 +96,50 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
         modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
         widths = stage_widths(modules, data)
         worker = StageWorker(rank, modules[rank], cfg, data, widths, GlooTransport(bandwidth, latency))
-        losses = [worker.step(t) for t in range(cfg.steps)]
+        fingerprint = checkpoints.data_fingerprint(data)
+        if first:
+            checkpoints.load_stage(out_dir, worker, first, fingerprint)
+        for t in range(first, cfg.steps):
+            worker.step(t)
+            if checkpoints.due(t + 1, ckpt_every, cfg.steps):
+                checkpoints.save_stage(out_dir, worker, t + 1, fingerprint)
+                dist.barrier()  # the set is complete only once every rank has written its stage
+                if rank == 0:
+                    checkpoints.prune(out_dir, t + 1)
         checkpoint.save(
             Path(out_dir) / f"stage{rank}.safetensors", modules[rank].state_dict(),
             config=cfg.to_dict(), spec={"task": cfg.task, "stage": rank, "stages": cfg.stages},
         )  # fmt: skip
         dist.barrier()
         dist.destroy_process_group()
-        queue.put(("ok", rank, {"losses": losses, "comm": worker.comm, "buffers": worker.buffer_bytes()}))
+        queue.put(("ok", rank, {"losses": worker.losses, "comm": worker.comm, "buffers": worker.buffer_bytes()}))
     except BaseException as exc:  # report, then let the parent stop the others
         queue.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         raise SystemExit(1) from None
 
 
 def run_distributed(
-    cfg, data, out_dir, *, timeout_s: int = 300, bandwidth_mbps=None, latency_ms: float = 0.0, progress=None
+    cfg,
+    data,
+    out_dir,
+    *,
+    timeout_s: int = 300,
+    bandwidth_mbps=None,
+    latency_ms: float = 0.0,
+    progress=None,
+    ckpt_every: int = 0,
+    resume: bool = False,
 ):
-    """Spawn cfg.stages processes, train, gather logs and the stages' weights; evaluate exactly."""
+    """Spawn cfg.stages processes, train, gather logs and the stages' weights; evaluate exactly.
+
+    Each rank checkpoints its stage every `ckpt_every` steps and at the end (see checkpoints.py);
+    `resume` continues every rank from the newest complete set in out_dir.
+    """
     import torch
     import torch.multiprocessing as mp
 
     from methodkit.core import checkpoint
-    from methodkit.tools.clapping import tasks
+    from methodkit.tools.clapping import checkpoints, tasks
     from methodkit.tools.clapping.pipeline import stage_widths, summarize
 
     cfg.validate(len(data.x_train))
@@ -125,13 +147,17 @@ def run_distributed(
         raise UsageError("--backend gloo needs --stages >= 2 (use --backend sim for one stage)")
     folder = Path(out_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    first = checkpoints.latest_complete(folder, cfg, checkpoints.data_fingerprint(data)) if resume else 0
+    if not resume:
+        checkpoints.clear(folder)
     start = time.monotonic()
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     port = free_port()
     procs = [
         ctx.Process(
-            target=_rank_main, args=(r, cfg, data, port, str(folder), timeout_s, bandwidth_mbps, latency_ms, queue)
+            target=_rank_main,
+            args=(r, cfg, data, port, str(folder), timeout_s, bandwidth_mbps, latency_ms, queue, first, ckpt_every),
         )
         for r in range(cfg.stages)
     ]
@@ -170,4 +196,4 @@ def run_distributed(
     comm = [tuple(c) for r in range(cfg.stages) for c in results[r]["comm"]]
     buffers = sum(results[r]["buffers"] for r in range(cfg.stages))
     del torch
-    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start)
+    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start, first)

@@ -128,6 +128,7 @@ class StageWorker:
         )
         self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes)
         self.deltas: list[tuple] = []  # (step, link, direction, contraction)
+        self.losses: list[float] = []  # training loss of each step (last stage only)
 
     def _send(self, payload: dict, dst: int, tag: str, step: int, link: int, exact_bytes: int) -> None:
         self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes))
@@ -186,7 +187,10 @@ class StageWorker:
                 f"non-finite loss at step {state['t'] + 1} ({self.cfg.algo}, {self.cfg.compressor}); lower --lr"
             )
         self.optimizer.step()
-        return state["loss"] if self.last else None
+        if not self.last:
+            return None
+        self.losses.append(state["loss"])
+        return state["loss"]
 
     def buffer_bytes(self) -> int:
         ends = (self.lower or []) + (self.upper or [])
@@ -215,6 +219,7 @@ class RunResult:
     aqsgd_equivalent_bytes: int  # N * sum(d_p) * 4: AQ-SGD's per-sample buffers for the same model
     clapping_bound_bytes: int  # 2 * B * sum(d_p) * 4 per side
     seconds: float
+    resumed_from: int  # step of the checkpoint set this run continued from (0: from scratch)
     log: list
     comm: list
 
@@ -251,13 +256,15 @@ def evaluate(modules: list[torch.nn.Module], data: tasks.Dataset, batch: int = 5
     return val, metric
 
 
-def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds) -> RunResult:
+def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds, resumed_from=0) -> RunResult:
     val_loss, metric = evaluate(modules, data)
     total = sum(c[3] for c in comm)
     exact = sum(c[4] for c in comm)
     tail = [loss for loss in losses if loss is not None][-max(cfg.reuse * 5, 10) :]
     log = [
-        {"step": i + 1, "loss": value} for i, value in enumerate(losses) if (i + 1) % cfg.log_every == 0 or i + 1 == len(losses)
+        {"step": i + 1, "loss": value}
+        for i, value in enumerate(losses)
+        if (i + 1) % cfg.log_every == 0 or i + 1 == len(losses)
     ]
     return RunResult(
         config=cfg.to_dict(),
@@ -271,27 +278,55 @@ def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds) -> Run
         aqsgd_equivalent_bytes=int(len(data.x_train) * sum(widths) * 4),
         clapping_bound_bytes=int(2 * cfg.batch * sum(widths) * 4),
         seconds=seconds,
+        resumed_from=int(resumed_from),
         log=log,
         comm=[{"step": c[0] + 1, "link": c[1], "direction": c[2], "bytes": c[3], "exact_bytes": c[4]} for c in comm],
     )
 
 
-def simulate(cfg: RunConfig, data: tasks.Dataset, progress=lambda phase, done, total: None) -> RunResult:
-    """All stages in one process, talking through in-memory queues (same worker code as gloo)."""
+def simulate(
+    cfg: RunConfig,
+    data: tasks.Dataset,
+    progress=lambda phase, done, total: None,
+    *,
+    folder=None,
+    ckpt_every: int = 0,
+    resume: bool = False,
+) -> RunResult:
+    """All stages in one process, talking through in-memory queues (same worker code as gloo).
+
+    With `folder`, every stage is checkpointed every `ckpt_every` steps and at the end; `resume`
+    continues from the newest complete set there (bit-identical to a run that was never stopped).
+    """
+    from methodkit.tools.clapping import checkpoints
+
     cfg.validate(len(data.x_train))
     start = time.monotonic()
     modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
     widths = stage_widths(modules, data)
     transport = LocalTransport()
     workers = [StageWorker(p, modules[p], cfg, data, widths, transport) for p in range(cfg.stages)]
-    losses = []
-    progress("train", 0, cfg.steps)
-    for t in range(cfg.steps):
+    fingerprint = checkpoints.data_fingerprint(data) if folder is not None else ""
+    first = 0
+    if resume:
+        first = checkpoints.latest_complete(folder, cfg, fingerprint)
+        for worker in workers:
+            checkpoints.load_stage(folder, worker, first, fingerprint)
+    elif folder is not None:
+        checkpoints.clear(folder)
+    progress("train", first, cfg.steps)
+    for t in range(first, cfg.steps):
         states = [worker.forward(t) for worker in workers]  # messages flow down
         for worker, state in zip(reversed(workers), reversed(states)):  # and back up
             worker.backward(state)
-        losses.append([worker.update(state) for worker, state in zip(workers, states)][-1])
+        for worker, state in zip(workers, states):
+            worker.update(state)
+        if folder is not None and checkpoints.due(t + 1, ckpt_every, cfg.steps):
+            for worker in workers:
+                checkpoints.save_stage(folder, worker, t + 1, fingerprint)
+            checkpoints.prune(folder, t + 1)
         progress("train", t + 1, cfg.steps)
     comm = [c for w in workers for c in w.comm]
     buffers = sum(w.buffer_bytes() for w in workers)
-    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start)
+    seconds = time.monotonic() - start
+    return summarize(cfg, modules, data, widths, workers[-1].losses, comm, buffers, seconds, first)
