@@ -111,3 +111,33 @@ def test_polya_gamma_refuses_the_3pl(small2pl):
 
     with pytest.raises(UsageError, match="1PL/2PL"):
         mcmc.fit(small2pl.Y, "3pl", mcmc.MCMCSettings(sampler="pg", warmup=5, draws=5))
+
+
+def test_lsat7_2pl_matches_r_mirt():
+    """R mirt's LSAT7 example, mirt(LSAT7, 1) (EM, 61 nodes): slopes a1 and intercepts d, logLik -2658.805."""
+    pytest.importorskip("mirt")
+    from methodkit.core import datasets
+    from methodkit.tools.irt.data import from_wide
+
+    frame = datasets.load("irt-lsat7")
+    assert frame.shape == (1000, 5)
+    data = from_wide(frame, "irt-lsat7")
+    fit = estimators.run(data, "2pl", "mml", estimators.make_settings("mml", tol=1e-6))
+    a = np.array([0.988, 1.081, 1.706, 0.765, 0.736])
+    d = np.array([1.856, 0.808, 1.804, 0.486, 1.855])
+    assert np.allclose(fit.estimate.a, a, atol=0.003)
+    assert np.allclose(-fit.estimate.a * fit.estimate.b, d, atol=0.003)
+    assert fit.info["loglik"] == pytest.approx(-2658.805, abs=0.01)
+
+
+def test_irtorch_swesat_is_scored_against_its_key():
+    from methodkit.core import datasets
+
+    if "irt-swesat-quant" not in datasets.names():
+        pytest.skip("irtorch not installed (pip install --no-deps irtorch)")
+    frame = datasets.load("irt-swesat-quant")
+    assert frame.shape == (5000, 80)
+    values = frame.to_numpy(dtype=float, na_value=np.nan)
+    assert set(np.unique(values[~np.isnan(values)])) == {0.0, 1.0}
+    p = np.nanmean(values, axis=0)
+    assert 0.3 < p.mean() < 0.8  # a scored test, not option indices
