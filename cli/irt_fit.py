@@ -205,7 +205,7 @@ def fit_cmd(
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)
     for message in screen.warnings:
         warn(run.tool, message)
-    device = run.device() if method in ("vi", "psn") else "cpu"
+    device = run.device() if method in ("mml", "vi", "psn") else "cpu"
     options = dict(
         n_nodes=quadrature,
         latent=opts["latent"],

@@ -141,3 +141,46 @@ def test_irtorch_swesat_is_scored_against_its_key():
     assert set(np.unique(values[~np.isnan(values)])) == {0.0, 1.0}
     p = np.nanmean(values, axis=0)
     assert 0.3 < p.mean() < 0.8  # a scored test, not option indices
+
+
+class _CountingNumpy:
+    """numpy as the E-step's array module, counting the calls that go through it (the CuPy code path)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __getattr__(self, name):
+        self.calls += 1
+        return getattr(np, name)
+
+
+def test_estep_array_module_path_matches_scipy_logsumexp(small2pl):
+    from scipy.special import logsumexp
+
+    xp = _CountingNumpy()
+    params = mml.start_values(small2pl.Y, "2pl")
+    nodes = np.linspace(-6, 6, 61)
+    logw = -0.5 * nodes**2
+    logw -= logsumexp(logw)
+    Yf = (small2pl.Y == 1).astype(float)
+    Mf = (small2pl.Y != 255).astype(float)
+    W, loglik = mml.e_step(Yf, Mf, params, nodes, logw, 2, np.float64, xp)
+    assert xp.calls > 0
+    P = mml.node_probs(params, nodes, 2)
+    LL = Yf @ (np.log(P) - np.log1p(-P)) + Mf @ np.log1p(-P) + logw
+    assert loglik == pytest.approx(logsumexp(LL, axis=1).sum(), rel=1e-12)
+    assert np.allclose(W, np.exp(LL - logsumexp(LL, axis=1, keepdims=True)))
+
+
+@pytest.mark.gpu
+def test_cupy_estep_fit_equals_the_cpu_fit():
+    pytest.importorskip("cupy")
+    from methodkit.core.backend import cuda_available
+
+    if not cuda_available():
+        pytest.skip("no CUDA device")
+    data = draw(DrawSpec(model="2pl", profile="mmlu", n_models=400, n_items=300), 2)
+    cpu = mml.fit(data.Y, "2pl", mml.MMLSettings())
+    gpu = mml.fit(data.Y, "2pl", mml.MMLSettings(device="cuda"))
+    assert gpu.info["n_iter"] == cpu.info["n_iter"]
+    assert np.allclose(gpu.a, cpu.a, atol=1e-6) and np.allclose(gpu.b, cpu.b, atol=1e-6)

@@ -70,6 +70,12 @@ def run(
             mb = np.asarray(res.model.difficulty).ravel()
             note = agreement(Y, ma, mb, ours.a, ours.b)
             rows.append(dict(case="mml_vs_mirt", size=size, ours_s=ours_s, ref_s=ref_s, note=note))
+            fast = estimators.make_settings("mml", accelerate="squarem")
+            sq_s, sq_fit = _timed(estimators.run, data, "2pl", "mml", fast)
+            note = f"{sq_fit.info['em_evaluations']} EM steps vs {fit.info['em_evaluations']}; " + agreement(
+                Y, ma, mb, sq_fit.estimate.a, sq_fit.estimate.b
+            )
+            rows.append(dict(case="mml_squarem_vs_mirt", size=size, ours_s=sq_s, ref_s=ref_s, note=note))
         except ImportError:
             rows.append(dict(case="mml_vs_mirt", size=size, ours_s=ours_s, ref_s=None, note="mirt not installed"))
         if girth_items != 0:

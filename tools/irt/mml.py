@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
+from methodkit.core.backend import array_module, to_numpy
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt import kernels
 from methodkit.tools.irt.models import MODEL_CODE, sigmoid
@@ -46,6 +46,7 @@ class MMLSettings:
     float32: bool = False
     accelerate: str = "none"
     scoring: str = "eap"
+    device: str = "cpu"  # 'cuda': the E-step GEMMs and softmax on the GPU with CuPy
 
     def check(self) -> None:
         if self.latent not in LATENTS:
@@ -97,13 +98,19 @@ def restandardise(weights: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return moved / moved.sum()
 
 
-def e_step(Yf, Mf, params, nodes, log_prior, code, dtype):
+def e_step(Yf, Mf, params, nodes, log_prior, code, dtype, xp=np):
+    """Posterior over nodes W (N x Q, on Yf's device) and the marginal log-likelihood.
+
+    `xp` is numpy or cupy (Yf, Mf already on that device); node probabilities (J x Q) are made on
+    the host and sent over, the two GEMMs and the log-space softmax run where the data live.
+    """
     P = np.clip(node_probs(params, nodes, code), 1e-10, 1 - 1e-10)
-    LP, LQ = np.log(P).astype(dtype), np.log1p(-P).astype(dtype)
+    LP, LQ = xp.asarray(np.log(P).astype(dtype)), xp.asarray(np.log1p(-P).astype(dtype))
     LL = Yf @ (LP - LQ) + Mf @ LQ  # the two GEMMs: N x J by J x Q
-    LL = LL.astype(np.float64) + log_prior[None, :]
-    norm = logsumexp(LL, axis=1)
-    W = np.exp(LL - norm[:, None])
+    LL = LL.astype(xp.float64) + xp.asarray(log_prior)[None, :]
+    top = LL.max(axis=1, keepdims=True)
+    norm = top[:, 0] + xp.log(xp.exp(LL - top).sum(axis=1))
+    W = xp.exp(LL - norm[:, None])
     return W, float(norm.sum())
 
 
@@ -127,8 +134,9 @@ class _EMMap:
         self.code = MODEL_CODE[model]
         self.settings = settings
         self.dtype = dtype
-        self.Yf = (Y == 1).astype(dtype)
-        self.Mf = (Y != kernels.MISSING).astype(dtype)
+        self.xp = array_module(settings.device)
+        self.Yf = self.xp.asarray((Y == 1).astype(dtype))
+        self.Mf = self.xp.asarray((Y != kernels.MISSING).astype(dtype))
         self.nodes = np.linspace(-settings.node_range, settings.node_range, settings.n_nodes)
         weights = np.exp(-0.5 * self.nodes**2)
         self.weights = weights / weights.sum()
@@ -139,16 +147,16 @@ class _EMMap:
         self.evaluations = 0
 
     def estep(self, params):
-        return e_step(self.Yf, self.Mf, params, self.nodes, np.log(self.weights), self.code, self.dtype)
+        return e_step(self.Yf, self.Mf, params, self.nodes, np.log(self.weights), self.code, self.dtype, self.xp)
 
     def __call__(self, params):
         """(M-step result, log posterior at `params`, posterior W at `params`)."""
         self.evaluations += 1
         W, loglik = self.estep(params)
         if self.settings.latent == "ehw":
-            self.weights = restandardise(W.mean(axis=0), self.nodes)
-        r = (self.Yf.T @ W).astype(np.float64)
-        n = (self.Mf.T @ W).astype(np.float64)
+            self.weights = restandardise(to_numpy(W.mean(axis=0)), self.nodes)
+        r = to_numpy(self.Yf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
+        n = to_numpy(self.Mf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
         out = params.copy()
         kernels.mstep(out, r, n, self.nodes, self.code, self.prior, 10, 1e-8)
         np.clip(out, self.low, self.high, out=out)
@@ -211,6 +219,7 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
             status = "timeout"
             break
     W, loglik = em.estep(params)
+    W = to_numpy(W)
     nodes = em.nodes
     a, b, c = (
         (np.exp(params[:, 0]) if code > 1 else np.ones(len(params))),
