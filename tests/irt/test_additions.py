@@ -10,7 +10,9 @@ from methodkit.tools.irt.result import Estimate
 from methodkit.tools.irt.simulate import DrawSpec, draw
 
 
-@pytest.mark.parametrize("model", ["1pl", "2pl", "3pl"])
+@pytest.mark.parametrize(
+    "model", [pytest.param("1pl", marks=pytest.mark.slow), "2pl", pytest.param("3pl", marks=pytest.mark.slow)]
+)
 def test_squarem_reaches_the_em_optimum_in_fewer_em_steps(model):
     data = draw(DrawSpec(model=model, profile="mmlu", n_models=200, n_items=20), 3)
     plain = mml.fit(data.Y, model, mml.MMLSettings(tol=1e-6))
@@ -90,7 +92,7 @@ def test_polya_gamma_draws_have_the_known_moments(z):
     assert x.var() == pytest.approx(var, rel=0.05)
 
 
-@pytest.mark.parametrize("model", ["1pl", "2pl"])
+@pytest.mark.parametrize("model", [pytest.param("1pl", marks=pytest.mark.slow), "2pl"])
 def test_polya_gamma_gibbs_posterior_means_are_near_the_mml_modes(small2pl, model):
     """N = 300: posterior means and MML modes nearly agree, except where the posterior is skewed (extreme items)."""
     mml_fit = estimators.run(small2pl, model, "mml", estimators.make_settings("mml")).estimate
@@ -130,6 +132,7 @@ def test_lsat7_2pl_matches_r_mirt():
     assert fit.info["loglik"] == pytest.approx(-2658.805, abs=0.01)
 
 
+@pytest.mark.slow
 def test_irtorch_swesat_is_scored_against_its_key():
     from methodkit.core import datasets
 

@@ -33,7 +33,7 @@ def test_mstep_finds_the_scipy_maximum(code):
     params = np.zeros((1, 3))
     params[0, 2] = -1.0 if code == 3 else 0.0
     for _ in range(30):
-        kernels.mstep(params, r[None], n[None], nodes, code, prior, 50, 1e-12)
+        kernels.mstep(params, r[None], n[None], nodes, code, prior, 50, 1e-12, np.full(3, -20.0), np.full(3, 20.0))
     free = {1: [1], 2: [0, 1], 3: [0, 1, 2]}[code]
 
     def neg(x):

@@ -98,57 +98,81 @@ def _item_objective(par, r, n, nodes, code, prior):
 
 
 @njit(cache=True)
-def _solve_free(info, g, code):
-    """Fisher-scoring step on the free coordinates (1PL: b; 2PL: log a, b; 3PL: all)."""
+def _solve_free(info, g, code, par, low, high):
+    """Fisher-scoring step on the free coordinates (1PL: b; 2PL: log a, b; 3PL: all).
+
+    A coordinate sitting on its bound with the gradient pointing outwards is held there (the
+    active set of a projected Newton method): an all-correct item keeps b at the lower bound and
+    still gets the a that is best there, instead of a joint step the box would cut short.
+    """
     lo = 1 if code == 1 else 0
     hi = 3 if code == 3 else 2
-    k = hi - lo
+    idx = np.empty(3, np.int64)
+    k = 0
+    for c in range(lo, hi):
+        held = (par[c] <= low[c] and g[c] < 0.0) or (par[c] >= high[c] and g[c] > 0.0)
+        if not held:
+            idx[k] = c
+            k += 1
+    step = np.zeros(3)
+    if k == 0:
+        return step
     A = np.empty((k, k))
     v = np.empty(k)
     for i in range(k):
-        v[i] = g[lo + i]
+        v[i] = g[idx[i]]
         for m in range(k):
-            A[i, m] = info[lo + i, lo + m]
+            A[i, m] = info[idx[i], idx[m]]
         A[i, i] += 1e-8
-    step = np.zeros(3)
     sol = np.linalg.solve(A, v)
     for i in range(k):
-        step[lo + i] = sol[i]
+        step[idx[i]] = sol[i]
     return step
 
 
 @njit(parallel=True, cache=True)
-def mstep(params, r, n, nodes, code, prior, max_iter, tol):
-    """Maximise each item's expected complete-data log posterior (Fisher scoring, step halving).
+def mstep(params, r, n, nodes, code, prior, max_iter, tol, low, high):
+    """Maximise each item's expected complete-data log posterior in the box [low, high].
 
-    Items are independent given the E-step counts r (correct) and n (observed), J x Q.
-    Updates `params` (J x 3) in place.
+    Projected Fisher scoring with step halving: trial points are clipped to the box and accepted
+    only when the objective does not fall, so every EM cycle is monotone. Items are independent
+    given the E-step counts r (correct) and n (observed), J x Q. Updates `params` (J x 3) in place.
     """
     J = params.shape[0]
     for j in prange(J):
         par = params[j].copy()
+        for k in range(3):
+            par[k] = min(max(par[k], low[k]), high[k])
         f, g, info = _item_objective(par, r[j], n[j], nodes, code, prior)
         for _ in range(max_iter):
-            step = _solve_free(info, g, code)
+            step = _solve_free(info, g, code, par, low, high)
             # keep one step from throwing a parameter far away (Fisher scoring can overshoot at extremes)
             big = 0.0
             for k in range(3):
                 big = max(big, abs(step[k]))
+            if big == 0.0:
+                break
             if big > 2.0:
                 for k in range(3):
                     step[k] *= 2.0 / big
             t = 1.0
             improved = False
+            moved = 0.0
             for _h in range(20):
                 trial = par + t * step
+                for k in range(3):
+                    trial[k] = min(max(trial[k], low[k]), high[k])
                 f2, g2, info2 = _item_objective(trial, r[j], n[j], nodes, code, prior)
                 if f2 >= f - 1e-12:
+                    moved = 0.0
+                    for k in range(3):
+                        moved = max(moved, abs(trial[k] - par[k]))
                     par = trial
                     f, g, info = f2, g2, info2
                     improved = True
                     break
                 t *= 0.5
-            if not improved or big * t < tol:
+            if not improved or moved < tol:
                 break
         params[j] = par
 

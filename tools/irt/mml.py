@@ -80,6 +80,24 @@ def start_values(Y: np.ndarray, model: str) -> np.ndarray:
     return params
 
 
+def boundary_items(Y: np.ndarray, params: np.ndarray, code: int, bound: float) -> np.ndarray:
+    """Put all-correct / all-wrong items at the corner of the box where their likelihood is largest.
+
+    Such an item has no finite ML estimate: its likelihood rises as b -> -/+ infinity and, with b
+    held at the bound, as a grows. EM would creep towards that corner for hundreds of cycles (and
+    set the convergence pace for every other item); starting there, the projected M-step holds it.
+    """
+    observed = (Y != kernels.MISSING).sum(axis=0)
+    correct = (Y == 1).sum(axis=0)
+    all_right = (observed > 0) & (correct == observed)
+    all_wrong = (observed > 0) & (correct == 0)
+    params[all_right, 1] = -bound
+    params[all_wrong, 1] = bound
+    if code > 1:
+        params[all_right | all_wrong, 0] = _LA_BOUND
+    return params
+
+
 def node_probs(params: np.ndarray, nodes: np.ndarray, code: int) -> np.ndarray:
     """P(correct | node q) for each item: J x Q."""
     a = np.exp(params[:, 0]) if code > 1 else np.ones(len(params))
@@ -158,8 +176,7 @@ class _EMMap:
         r = to_numpy(self.Yf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
         n = to_numpy(self.Mf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
         out = params.copy()
-        kernels.mstep(out, r, n, self.nodes, self.code, self.prior, 10, 1e-8)
-        np.clip(out, self.low, self.high, out=out)
+        kernels.mstep(out, r, n, self.nodes, self.code, self.prior, 10, 1e-8, self.low, self.high)
         return out, loglik + log_prior_items(params, self.code, self.prior), W
 
 
@@ -179,7 +196,11 @@ def _squarem_step(em: _EMMap, p0: np.ndarray):
     alpha = -np.sqrt(float(np.sum(r * r)) / vv) if vv > 0 else -1.0
     alpha = min(alpha, -1.0)
     while True:
-        trial = np.clip(p0 - 2 * alpha * r + alpha**2 * v, em.low, em.high)
+        trial = p0 - 2 * alpha * r + alpha**2 * v
+        # an item the extrapolation throws out of the box (an all-correct item creeping to its bound)
+        # follows plain EM instead: clipping it would stall the whole step
+        outside = ((trial < em.low) | (trial > em.high)).any(axis=1)
+        trial[outside] = p2[outside]
         p3, lp_trial, _ = em(trial)
         if alpha == -1.0 or (np.isfinite(lp_trial) and lp_trial >= lp0 - _SQUAREM_SLACK):
             return p3, lp0, trial
@@ -193,7 +214,7 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
     code = MODEL_CODE[model]
     dtype = np.float32 if settings.float32 else np.float64
     em = _EMMap(Y, model, settings, dtype)
-    params = start_values(Y, model)
+    params = boundary_items(Y, start_values(Y, model), code, settings.node_range)
     trace = []
     status, converged, cycle = "ok", False, 0
     last_good = params.copy()
