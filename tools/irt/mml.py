@@ -80,12 +80,14 @@ def start_values(Y: np.ndarray, model: str) -> np.ndarray:
     return params
 
 
-def boundary_items(Y: np.ndarray, params: np.ndarray, code: int, bound: float) -> np.ndarray:
-    """Put all-correct / all-wrong items at the corner of the box where their likelihood is largest.
+def boundary_items(Y: np.ndarray, params: np.ndarray, bound: float) -> np.ndarray:
+    """Hold all-correct / all-wrong items at b = -/+ bound with their start a; returns the mask of them.
 
-    Such an item has no finite ML estimate: its likelihood rises as b -> -/+ infinity and, with b
-    held at the bound, as a grows. EM would creep towards that corner for hundreds of cycles (and
-    set the convergence pace for every other item); starting there, the projected M-step holds it.
+    Such an item has no finite ML estimate: its likelihood rises as b -> -/+ infinity and, with b on
+    the bound, as a grows without limit. EM would creep along that ridge for hundreds of cycles (setting
+    the convergence pace for every other item) towards an arbitrary corner of the box, so these items
+    are not estimated: b sits on the quadrature bound (P within 0.0025 of the observed 1 or 0 for
+    theta within 0 +- 1), a keeps its start value 1, and fit.json counts them.
     """
     observed = (Y != kernels.MISSING).sum(axis=0)
     correct = (Y == 1).sum(axis=0)
@@ -93,9 +95,8 @@ def boundary_items(Y: np.ndarray, params: np.ndarray, code: int, bound: float) -
     all_wrong = (observed > 0) & (correct == 0)
     params[all_right, 1] = -bound
     params[all_wrong, 1] = bound
-    if code > 1:
-        params[all_right | all_wrong, 0] = _LA_BOUND
-    return params
+    params[all_right | all_wrong, 0] = 0.0
+    return all_right | all_wrong
 
 
 def node_probs(params: np.ndarray, nodes: np.ndarray, code: int) -> np.ndarray:
@@ -163,6 +164,7 @@ class _EMMap:
         self.low = np.array([-_LA_BOUND, -bound, -_LC_BOUND])
         self.high = np.array([_LA_BOUND, bound, _LC_BOUND])
         self.evaluations = 0
+        self.held = np.zeros(len(Y.T), bool)  # items not estimated (no finite ML): see boundary_items
 
     def estep(self, params):
         return e_step(self.Yf, self.Mf, params, self.nodes, np.log(self.weights), self.code, self.dtype, self.xp)
@@ -177,6 +179,7 @@ class _EMMap:
         n = to_numpy(self.Mf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
         out = params.copy()
         kernels.mstep(out, r, n, self.nodes, self.code, self.prior, 10, 1e-8, self.low, self.high)
+        out[self.held] = params[self.held]
         return out, loglik + log_prior_items(params, self.code, self.prior), W
 
 
@@ -214,7 +217,8 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
     code = MODEL_CODE[model]
     dtype = np.float32 if settings.float32 else np.float64
     em = _EMMap(Y, model, settings, dtype)
-    params = boundary_items(Y, start_values(Y, model), code, settings.node_range)
+    params = start_values(Y, model)
+    em.held = boundary_items(Y, params, settings.node_range)
     trace = []
     status, converged, cycle = "ok", False, 0
     last_good = params.copy()
@@ -258,6 +262,7 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
     est.info = {
         "n_iter": cycle,
         "em_evaluations": em.evaluations,
+        "n_unidentified_items": int(em.held.sum()),
         "converged": converged,
         "status": status,
         "loglik": loglik,
