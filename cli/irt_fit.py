@@ -35,9 +35,11 @@ def main():
 
     `fit` estimates item parameters (a, b, c) and model abilities (theta) under the
     1PL, 2PL or 3PL by one of four estimators: MML-EM (Bock-Aitkin, mirt's defaults),
-    MCMC (Metropolis within Gibbs with R-hat and ESS), mean-field VI (py-irt style) or
-    PSN (the neural pseudo-Siamese network of PSN-IRT). `eval` aligns a fit with the
-    generating truth of `irt-sim draw` (sign check, mean-sigma linking) and reports
+    MCMC (Metropolis within Gibbs, or Polya-Gamma Gibbs for the 1PL/2PL, with R-hat and
+    ESS), mean-field VI (py-irt style) or PSN (the neural pseudo-Siamese network of
+    PSN-IRT). MML takes SQUAREM acceleration (`--accelerate squarem`) and EAP or MAP
+    abilities (`--scoring`). `eval` aligns a fit with the generating truth of `irt-sim
+    draw` (sign check, then mean-sigma or Stocking-Lord linking) and reports
     ranking, item-recovery, coverage and predictive metrics. `bench` times our
     estimators against girth and the python mirt package.
 
@@ -46,9 +48,12 @@ def main():
       irt-sim draw -J 500 -N 100 -o d.npz
       irt-fit fit d.npz --out-dir fit                      # MML-EM 2PL
       irt-fit fit d.npz --method mcmc --warmup 500 --draws 500 --out-dir mc
+      irt-fit fit d.npz --accelerate squarem --scoring map --out-dir sq
+      irt-fit fit d.npz --method mcmc --sampler pg --out-dir pg
       irt-fit fit responses.csv --model 3pl --se louis --out-dir fit3
       irt-fit fit combine.csv --no-header --method psn --out-dir psn
       irt-fit eval --truth d.npz --fit fit | jq .kendall_tau
+      irt-fit eval --truth d.npz --fit fit --linking stocking-lord
       irt-fit bench --n-models 200 --n-items 400
 
     \b
@@ -91,6 +96,27 @@ def main():
     "--se", type=click.Choice(["none", "louis"]), default="none", show_default=True, help="MML standard errors."
 )
 @click.option("--float32", is_flag=True, help="MML E-step GEMMs in float32.")
+@click.option(
+    "--accelerate",
+    type=click.Choice(["none", "squarem"]),
+    default="none",
+    show_default=True,
+    help="MML: SQUAREM extrapolation of the EM steps (same optimum, fewer EM steps).",
+)
+@click.option(
+    "--scoring",
+    type=click.Choice(["eap", "map"]),
+    default="eap",
+    show_default=True,
+    help="MML abilities: posterior mean (EAP) or mode (MAP) under N(0, 1).",
+)
+@click.option(
+    "--sampler",
+    type=click.Choice(["mh", "pg"]),
+    default="mh",
+    show_default=True,
+    help="MCMC: Metropolis within Gibbs, or Polya-Gamma Gibbs (1PL/2PL).",
+)
 @click.option("--chains", type=click.IntRange(min=1), default=2, show_default=True, help="MCMC chains.")
 @click.option(
     "--warmup", type=click.IntRange(min=0), default=1000, show_default=True, help="MCMC warm-up iterations per chain."
@@ -179,7 +205,7 @@ def fit_cmd(
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)
     for message in screen.warnings:
         warn(run.tool, message)
-    device = run.device() if method in ("vi", "psn") else "cpu"
+    device = run.device() if method in ("mml", "vi", "psn") else "cpu"
     options = dict(
         n_nodes=quadrature,
         latent=opts["latent"],
@@ -189,6 +215,9 @@ def fit_cmd(
         max_cycles=opts["max_cycles"],
         se=opts["se"],
         float32=opts["float32"],
+        accelerate=opts["accelerate"],
+        scoring=opts["scoring"],
+        sampler=opts["sampler"],
         chains=opts["chains"],
         warmup=opts["warmup"],
         draws=opts["draws"],
@@ -269,8 +298,15 @@ def _read_fit(path: str):
 @click.option("--truth", required=True, metavar="NPZ", help="irt-sim draw output (carries theta, a, b, c).")
 @click.option("--fit", "fit_dir", required=True, metavar="DIR", help="irt-fit fit --out-dir folder.")
 @click.option("--model", type=click.Choice(["1pl", "2pl", "3pl"]), default=None, help="Model [default: from fit.json].")
+@click.option(
+    "--linking",
+    type=click.Choice(["mean-sigma", "stocking-lord"]),
+    default="mean-sigma",
+    show_default=True,
+    help="Scale alignment: mean-sigma on theta, or Stocking-Lord on the test characteristic curves.",
+)
 @common_options("output", "format", "meta", "force", "quiet", "verbose", formats=("json",))
-def eval_cmd(truth, fit_dir, model, **_):
+def eval_cmd(truth, fit_dir, model, linking, **_):
     """Compare a fit with the generating truth: one JSON line of metrics."""
     import json
     import os
@@ -300,7 +336,7 @@ def eval_cmd(truth, fit_dir, model, **_):
     del order_r, order_c
     if not truth_data.has_truth():
         raise DataError(f"{truth}: no generating truth (theta, b); eval needs irt-sim draw output")
-    metrics = evaluate.evaluate(est, truth_data, model)
+    metrics = evaluate.evaluate(est, truth_data, model, linking=linking)
     metrics = {"estimator": info.get("estimator"), "model": model, "status": info.get("status"), **metrics}
     run.emit_result(json.loads(io.dumps_json(metrics)))
 

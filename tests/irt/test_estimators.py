@@ -33,7 +33,7 @@ def test_mstep_finds_the_scipy_maximum(code):
     params = np.zeros((1, 3))
     params[0, 2] = -1.0 if code == 3 else 0.0
     for _ in range(30):
-        kernels.mstep(params, r[None], n[None], nodes, code, prior, 50, 1e-12)
+        kernels.mstep(params, r[None], n[None], nodes, code, prior, 50, 1e-12, np.full(3, -20.0), np.full(3, 20.0))
     free = {1: [1], 2: [0, 1], 3: [0, 1, 2]}[code]
 
     def neg(x):
@@ -196,3 +196,23 @@ def test_rhat_and_ess_known_answers():
     shifted = iid.copy()
     shifted[0] += 3
     assert diagnostics.rhat(shifted).min() > 1.3
+
+
+@pytest.mark.parametrize("code", [1, 2])
+def test_mcmc_ratio_product_equals_the_log_space_acceptance_ratio(code):
+    """The fused kernels' ratio product (with flushes and the overflow fallback) gives the twin's delta."""
+    rng = np.random.default_rng(20 + code)
+    N, J = 30, 400
+    Y = (rng.random((N, J)) < 0.5).astype(np.uint8)
+    Y[rng.random((N, J)) < 0.05] = 255
+    theta = 3 * rng.standard_normal(N)
+    params = np.c_[rng.uniform(-1, 4, J), 3 * rng.standard_normal(J), np.zeros(J)]  # a up to 55: huge |z|
+    step_t, z_t = np.full(N, 2.0), rng.standard_normal(N)
+    prop = theta + step_t * z_t
+    delta = 0.5 * (theta**2 - prop**2)
+    delta += reference.cell_loglik_matrix(Y, prop, params, code).sum(1)
+    delta -= reference.cell_loglik_matrix(Y, theta, params, code).sum(1)
+    for shift, expected in ((-1e-7, 1), (1e-7, 0)):
+        acc = np.zeros(N, np.int8)
+        kernels.mh_theta(Y, theta.copy(), params, code, step_t, z_t, delta + shift, acc)
+        assert np.all(acc == expected)

@@ -98,57 +98,81 @@ def _item_objective(par, r, n, nodes, code, prior):
 
 
 @njit(cache=True)
-def _solve_free(info, g, code):
-    """Fisher-scoring step on the free coordinates (1PL: b; 2PL: log a, b; 3PL: all)."""
+def _solve_free(info, g, code, par, low, high):
+    """Fisher-scoring step on the free coordinates (1PL: b; 2PL: log a, b; 3PL: all).
+
+    A coordinate sitting on its bound with the gradient pointing outwards is held there (the
+    active set of a projected Newton method): an all-correct item keeps b at the lower bound and
+    still gets the a that is best there, instead of a joint step the box would cut short.
+    """
     lo = 1 if code == 1 else 0
     hi = 3 if code == 3 else 2
-    k = hi - lo
+    idx = np.empty(3, np.int64)
+    k = 0
+    for c in range(lo, hi):
+        held = (par[c] <= low[c] and g[c] < 0.0) or (par[c] >= high[c] and g[c] > 0.0)
+        if not held:
+            idx[k] = c
+            k += 1
+    step = np.zeros(3)
+    if k == 0:
+        return step
     A = np.empty((k, k))
     v = np.empty(k)
     for i in range(k):
-        v[i] = g[lo + i]
+        v[i] = g[idx[i]]
         for m in range(k):
-            A[i, m] = info[lo + i, lo + m]
+            A[i, m] = info[idx[i], idx[m]]
         A[i, i] += 1e-8
-    step = np.zeros(3)
     sol = np.linalg.solve(A, v)
     for i in range(k):
-        step[lo + i] = sol[i]
+        step[idx[i]] = sol[i]
     return step
 
 
 @njit(parallel=True, cache=True)
-def mstep(params, r, n, nodes, code, prior, max_iter, tol):
-    """Maximise each item's expected complete-data log posterior (Fisher scoring, step halving).
+def mstep(params, r, n, nodes, code, prior, max_iter, tol, low, high):
+    """Maximise each item's expected complete-data log posterior in the box [low, high].
 
-    Items are independent given the E-step counts r (correct) and n (observed), J x Q.
-    Updates `params` (J x 3) in place.
+    Projected Fisher scoring with step halving: trial points are clipped to the box and accepted
+    only when the objective does not fall, so every EM cycle is monotone. Items are independent
+    given the E-step counts r (correct) and n (observed), J x Q. Updates `params` (J x 3) in place.
     """
     J = params.shape[0]
     for j in prange(J):
         par = params[j].copy()
+        for k in range(3):
+            par[k] = min(max(par[k], low[k]), high[k])
         f, g, info = _item_objective(par, r[j], n[j], nodes, code, prior)
         for _ in range(max_iter):
-            step = _solve_free(info, g, code)
+            step = _solve_free(info, g, code, par, low, high)
             # keep one step from throwing a parameter far away (Fisher scoring can overshoot at extremes)
             big = 0.0
             for k in range(3):
                 big = max(big, abs(step[k]))
+            if big == 0.0:
+                break
             if big > 2.0:
                 for k in range(3):
                     step[k] *= 2.0 / big
             t = 1.0
             improved = False
+            moved = 0.0
             for _h in range(20):
                 trial = par + t * step
+                for k in range(3):
+                    trial[k] = min(max(trial[k], low[k]), high[k])
                 f2, g2, info2 = _item_objective(trial, r[j], n[j], nodes, code, prior)
                 if f2 >= f - 1e-12:
+                    moved = 0.0
+                    for k in range(3):
+                        moved = max(moved, abs(trial[k] - par[k]))
                     par = trial
                     f, g, info = f2, g2, info2
                     improved = True
                     break
                 t *= 0.5
-            if not improved or big * t < tol:
+            if not improved or moved < tol:
                 break
         params[j] = par
 
@@ -239,20 +263,77 @@ def louis_information(YT, W, params, nodes, code):
 # ---------------------------------------------------------------- MCMC: Metropolis within Gibbs
 
 
+_FLUSH_HIGH, _FLUSH_LOW = 1e150, 1e-150
+
+
+@njit(cache=True)
+def _loglik_ratio_12(y, z0, z1):
+    """log p(y | z1) - log p(y | z0) of a logistic cell as the ratio (1 + e^u0) / (1 + e^u1), u = -(2y-1) z.
+
+    One division instead of two log1p calls; the caller multiplies ratios and takes one log per
+    flush. Returns -1 when u would overflow exp (the caller then uses the log-space formula).
+    """
+    s = 1.0 if y == 1 else -1.0
+    u0, u1 = -s * z0, -s * z1
+    if u0 > 700.0 or u1 > 700.0:
+        return -1.0
+    return (1.0 + math.exp(u0)) / (1.0 + math.exp(u1))
+
+
+@njit(cache=True)
+def _item_natural(params, code):
+    """a and c per item (exp and sigmoid once per item, not once per cell)."""
+    J = params.shape[0]
+    a = np.ones(J)
+    c = np.zeros(J)
+    for j in range(J):
+        if code > 1:
+            a[j] = math.exp(params[j, 0])
+        if code == 3:
+            c[j] = _sig(params[j, 2])
+    return a, c
+
+
+@njit(cache=True)
+def _cell_delta_3pl(y, t0, t1, a, b, c):
+    p0 = min(max(c + (1.0 - c) * _sig(a * (t0 - b)), _EPS), 1.0 - _EPS)
+    p1 = min(max(c + (1.0 - c) * _sig(a * (t1 - b)), _EPS), 1.0 - _EPS)
+    if y == 1:
+        return math.log(p1) - math.log(p0)
+    return math.log1p(-p1) - math.log1p(-p0)
+
+
 @njit(parallel=True, cache=True)
 def mh_theta(Y, theta, params, code, step, z, logu, accepted):
-    """One random-walk MH update of every theta_n (independent given the items); prior N(0, 1)."""
+    """One random-walk MH update of every theta_n (independent given the items); prior N(0, 1).
+
+    1PL/2PL: the log acceptance ratio sums log((1 + e^u0) / (1 + e^u1)) over the model's items as
+    a running product of ratios with one log per flush (2 exp per cell instead of 2 exp + 2 log1p).
+    """
     N, J = Y.shape
+    a, c = _item_natural(params, code)
     for nn in prange(N):
         t0 = theta[nn]
         t1 = t0 + step[nn] * z[nn]
         delta = 0.5 * (t0 * t0 - t1 * t1)
+        prod = 1.0
         for j in range(J):
             y = Y[nn, j]
             if y == MISSING:
                 continue
-            la, b, lc = params[j, 0], params[j, 1], params[j, 2]
-            delta += cell_loglik(y, t1, la, b, lc, code) - cell_loglik(y, t0, la, b, lc, code)
+            b = params[j, 1]
+            if code == 3:
+                delta += _cell_delta_3pl(y, t0, t1, a[j], b, c[j])
+                continue
+            ratio = _loglik_ratio_12(y, a[j] * (t0 - b), a[j] * (t1 - b))
+            if ratio < 0.0:
+                delta += cell_loglik(y, t1, params[j, 0], b, 0.0, code) - cell_loglik(y, t0, params[j, 0], b, 0.0, code)
+                continue
+            prod *= ratio
+            if prod > _FLUSH_HIGH or prod < _FLUSH_LOW:
+                delta += math.log(prod)
+                prod = 1.0
+        delta += math.log(prod)
         if logu[nn] < delta:
             theta[nn] = t1
             accepted[nn] = 1
@@ -274,7 +355,10 @@ def item_log_prior(la, b, lc, code, prior):
 
 @njit(parallel=True, cache=True)
 def mh_items(YT, theta, params, code, step, z, logu, prior, accepted):
-    """One joint random-walk MH update of every item's (log a, b, logit c) (independent given theta)."""
+    """One joint random-walk MH update of every item's (log a, b, logit c) (independent given theta).
+
+    1PL/2PL cells use the same ratio product as mh_theta.
+    """
     J, N = YT.shape
     for j in prange(J):
         la0, b0, lc0 = params[j, 0], params[j, 1], params[j, 2]
@@ -282,11 +366,26 @@ def mh_items(YT, theta, params, code, step, z, logu, prior, accepted):
         b1 = b0 + step[j] * z[j, 1]
         lc1 = lc0 + step[j] * z[j, 2] if code == 3 else lc0
         delta = item_log_prior(la1, b1, lc1, code, prior) - item_log_prior(la0, b0, lc0, code, prior)
+        a0 = math.exp(la0) if code > 1 else 1.0
+        a1 = math.exp(la1) if code > 1 else 1.0
+        prod = 1.0
         for nn in range(N):
             y = YT[j, nn]
             if y == MISSING:
                 continue
-            delta += cell_loglik(y, theta[nn], la1, b1, lc1, code) - cell_loglik(y, theta[nn], la0, b0, lc0, code)
+            t = theta[nn]
+            if code == 3:
+                delta += cell_loglik(y, t, la1, b1, lc1, code) - cell_loglik(y, t, la0, b0, lc0, code)
+                continue
+            ratio = _loglik_ratio_12(y, a0 * (t - b0), a1 * (t - b1))
+            if ratio < 0.0:
+                delta += cell_loglik(y, t, la1, b1, lc1, code) - cell_loglik(y, t, la0, b0, lc0, code)
+                continue
+            prod *= ratio
+            if prod > _FLUSH_HIGH or prod < _FLUSH_LOW:
+                delta += math.log(prod)
+                prod = 1.0
+        delta += math.log(prod)
         if logu[j] < delta:
             params[j, 0] = la1
             params[j, 1] = b1

@@ -4,6 +4,9 @@ E-step in log space with two GEMMs: LL = Y log P^T + (M - Y) log(1 - P)^T over Q
 nodes, posterior W = softmax_q(LL + log pi); expected counts n = M^T W, r = Y^T W. M-step:
 J independent Fisher-scoring solves (Numba, prange over items). Latent density N(0, 1) or
 an empirical histogram re-estimated and re-standardised each cycle (`latent="ehw"`).
+Optional SQUAREM (Varadhan & Roland 2008, scheme S3) extrapolates two EM steps with a
+monotonicity check on the marginal log posterior. Abilities: EAP from the last E-step, or MAP
+(`scoring="map"`, Fisher scoring with the N(0, 1) prior) given the item estimates.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
+from methodkit.core.backend import array_module, to_numpy
 from methodkit.core.errors import UsageError
 from methodkit.tools.irt import kernels
 from methodkit.tools.irt.models import MODEL_CODE, sigmoid
@@ -21,6 +24,9 @@ from methodkit.tools.irt.result import Clock, Estimate
 LATENTS = ("normal", "ehw")
 PRIORS = ("none", "weak")
 SE_METHODS = ("none", "louis")
+ACCELERATIONS = ("none", "squarem")
+_SQUAREM_SLACK = 1.0
+SCORINGS = ("eap", "map")
 # Keep Fisher scoring in a box: a in [0.018, 55]; b within the quadrature range (an all-correct or
 # all-wrong item has no finite ML difficulty; beyond the nodes there is no information, as girth's
 # fminbound(-6, 6)); logit c in [-12, 12].
@@ -38,6 +44,9 @@ class MMLSettings:
     max_cycles: int = 500
     se: str = "none"
     float32: bool = False
+    accelerate: str = "none"
+    scoring: str = "eap"
+    device: str = "cpu"  # 'cuda': the E-step GEMMs and softmax on the GPU with CuPy
 
     def check(self) -> None:
         if self.latent not in LATENTS:
@@ -46,6 +55,10 @@ class MMLSettings:
             raise UsageError(f"--prior must be one of {', '.join(PRIORS)}")
         if self.se not in SE_METHODS:
             raise UsageError(f"--se must be one of {', '.join(SE_METHODS)}")
+        if self.accelerate not in ACCELERATIONS:
+            raise UsageError(f"--accelerate must be one of {', '.join(ACCELERATIONS)}")
+        if self.scoring not in SCORINGS:
+            raise UsageError(f"--scoring must be one of {', '.join(SCORINGS)}")
         if self.n_nodes < 5:
             raise UsageError("--quadrature needs at least 5 nodes")
 
@@ -67,6 +80,25 @@ def start_values(Y: np.ndarray, model: str) -> np.ndarray:
     return params
 
 
+def boundary_items(Y: np.ndarray, params: np.ndarray, bound: float) -> np.ndarray:
+    """Hold all-correct / all-wrong items at b = -/+ bound with their start a; returns the mask of them.
+
+    Such an item has no finite ML estimate: its likelihood rises as b -> -/+ infinity and, with b on
+    the bound, as a grows without limit. EM would creep along that ridge for hundreds of cycles (setting
+    the convergence pace for every other item) towards an arbitrary corner of the box, so these items
+    are not estimated: b sits on the quadrature bound (P within 0.0025 of the observed 1 or 0 for
+    theta within 0 +- 1), a keeps its start value 1, and fit.json counts them.
+    """
+    observed = (Y != kernels.MISSING).sum(axis=0)
+    correct = (Y == 1).sum(axis=0)
+    all_right = (observed > 0) & (correct == observed)
+    all_wrong = (observed > 0) & (correct == 0)
+    params[all_right, 1] = -bound
+    params[all_wrong, 1] = bound
+    params[all_right | all_wrong, 0] = 0.0
+    return all_right | all_wrong
+
+
 def node_probs(params: np.ndarray, nodes: np.ndarray, code: int) -> np.ndarray:
     """P(correct | node q) for each item: J x Q."""
     a = np.exp(params[:, 0]) if code > 1 else np.ones(len(params))
@@ -85,54 +117,124 @@ def restandardise(weights: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return moved / moved.sum()
 
 
-def e_step(Yf, Mf, params, nodes, log_prior, code, dtype):
+def e_step(Yf, Mf, params, nodes, log_prior, code, dtype, xp=np):
+    """Posterior over nodes W (N x Q, on Yf's device) and the marginal log-likelihood.
+
+    `xp` is numpy or cupy (Yf, Mf already on that device); node probabilities (J x Q) are made on
+    the host and sent over, the two GEMMs and the log-space softmax run where the data live.
+    """
     P = np.clip(node_probs(params, nodes, code), 1e-10, 1 - 1e-10)
-    LP, LQ = np.log(P).astype(dtype), np.log1p(-P).astype(dtype)
+    LP, LQ = xp.asarray(np.log(P).astype(dtype)), xp.asarray(np.log1p(-P).astype(dtype))
     LL = Yf @ (LP - LQ) + Mf @ LQ  # the two GEMMs: N x J by J x Q
-    LL = LL.astype(np.float64) + log_prior[None, :]
-    norm = logsumexp(LL, axis=1)
-    W = np.exp(LL - norm[:, None])
+    LL = LL.astype(xp.float64) + xp.asarray(log_prior)[None, :]
+    top = LL.max(axis=1, keepdims=True)
+    norm = top[:, 0] + xp.log(xp.exp(LL - top).sum(axis=1))
+    W = xp.exp(LL - norm[:, None])
     return W, float(norm.sum())
 
 
+def log_prior_items(params: np.ndarray, code: int, prior: np.ndarray) -> float:
+    """The M-step's log prior summed over items (the part of the log posterior EM does not see in LL)."""
+    out = 0.0
+    if prior[0] > 0 and code > 1:
+        out -= 0.5 * float(np.sum(((params[:, 0] - prior[1]) / prior[2]) ** 2))
+    if prior[3] > 0:
+        out -= 0.5 * float(np.sum(((params[:, 1] - prior[4]) / prior[5]) ** 2))
+    if code == 3:
+        c = np.clip(sigmoid(params[:, 2]), 1e-10, 1 - 1e-10)
+        out += float(np.sum((prior[6] - 1) * np.log(c) + (prior[7] - 1) * np.log1p(-c)))
+    return out
+
+
+class _EMMap:
+    """One EM cycle as a map params -> params (with the latent histogram carried along for ehw)."""
+
+    def __init__(self, Y, model, settings, dtype):
+        self.code = MODEL_CODE[model]
+        self.settings = settings
+        self.dtype = dtype
+        self.xp = array_module(settings.device)
+        self.Yf = self.xp.asarray((Y == 1).astype(dtype))
+        self.Mf = self.xp.asarray((Y != kernels.MISSING).astype(dtype))
+        self.nodes = np.linspace(-settings.node_range, settings.node_range, settings.n_nodes)
+        weights = np.exp(-0.5 * self.nodes**2)
+        self.weights = weights / weights.sum()
+        self.prior = prior_vector(settings)
+        bound = settings.node_range
+        self.low = np.array([-_LA_BOUND, -bound, -_LC_BOUND])
+        self.high = np.array([_LA_BOUND, bound, _LC_BOUND])
+        self.evaluations = 0
+        self.held = np.zeros(len(Y.T), bool)  # items not estimated (no finite ML): see boundary_items
+
+    def estep(self, params):
+        return e_step(self.Yf, self.Mf, params, self.nodes, np.log(self.weights), self.code, self.dtype, self.xp)
+
+    def __call__(self, params):
+        """(M-step result, log posterior at `params`, posterior W at `params`)."""
+        self.evaluations += 1
+        W, loglik = self.estep(params)
+        if self.settings.latent == "ehw":
+            self.weights = restandardise(to_numpy(W.mean(axis=0)), self.nodes)
+        r = to_numpy(self.Yf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
+        n = to_numpy(self.Mf.T @ W.astype(self.dtype, copy=False)).astype(np.float64)
+        out = params.copy()
+        kernels.mstep(out, r, n, self.nodes, self.code, self.prior, 10, 1e-8, self.low, self.high)
+        out[self.held] = params[self.held]
+        return out, loglik + log_prior_items(params, self.code, self.prior), W
+
+
+def _squarem_step(em: _EMMap, p0: np.ndarray):
+    """One SQUAREM S3 cycle from p0: (new params, log posterior at p0, the last plain EM step's start).
+
+    Extrapolate p0 - 2 alpha r + alpha^2 v with alpha = -|r|/|v| (at most -1), then one EM step
+    from there; when the log posterior at the extrapolated point is more than `_SQUAREM_SLACK`
+    below the one at p0 (the SQUAREM package's objfn.inc = 1), pull alpha half-way back towards -1
+    (alpha = -1 is the plain double EM step, always accepted).
+    """
+    p1, lp0, _ = em(p0)
+    p2, lp1, _ = em(p1)
+    r = p1 - p0
+    v = p2 - p1 - r
+    vv = float(np.sum(v * v))
+    alpha = -np.sqrt(float(np.sum(r * r)) / vv) if vv > 0 else -1.0
+    alpha = min(alpha, -1.0)
+    while True:
+        trial = p0 - 2 * alpha * r + alpha**2 * v
+        # an item the extrapolation throws out of the box (an all-correct item creeping to its bound)
+        # follows plain EM instead: clipping it would stall the whole step
+        outside = ((trial < em.low) | (trial > em.high)).any(axis=1)
+        trial[outside] = p2[outside]
+        p3, lp_trial, _ = em(trial)
+        if alpha == -1.0 or (np.isfinite(lp_trial) and lp_trial >= lp0 - _SQUAREM_SLACK):
+            return p3, lp0, trial
+        alpha = min((alpha - 1.0) / 2.0, -1.0) if alpha < -1.5 else -1.0
+
+
 def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, callback=None) -> Estimate:
-    """Fit `model` to the N x J uint8 matrix Y (255 = missing) by MML-EM."""
+    """Fit `model` to the N x J uint8 matrix Y (255 = missing) by MML-EM (optionally SQUAREM-accelerated)."""
     settings.check()
     clock = Clock(time_limit)
     code = MODEL_CODE[model]
     dtype = np.float32 if settings.float32 else np.float64
-    observed = Y != kernels.MISSING
-    Yf = (Y == 1).astype(dtype)
-    Mf = observed.astype(dtype)
-    nodes = np.linspace(-settings.node_range, settings.node_range, settings.n_nodes)
-    weights = np.exp(-0.5 * nodes**2)
-    weights /= weights.sum()
-    log_prior = np.log(weights)
-    prior = prior_vector(settings)
+    em = _EMMap(Y, model, settings, dtype)
     params = start_values(Y, model)
+    em.held = boundary_items(Y, params, settings.node_range)
     trace = []
     status, converged, cycle = "ok", False, 0
     last_good = params.copy()
     for cycle in range(1, settings.max_cycles + 1):
-        W, loglik = e_step(Yf, Mf, params, nodes, log_prior, code, dtype)
-        if not np.isfinite(loglik):
+        if settings.accelerate == "squarem":
+            new, logpost, before = _squarem_step(em, params)
+        else:
+            new, logpost, _ = em(params)
+            before = params
+        if not np.isfinite(logpost) or not np.isfinite(new).all():
             status, params = "diverged", last_good
             break
-        trace.append(loglik)
-        last_good = params.copy()
-        if settings.latent == "ehw":
-            weights = restandardise(W.mean(axis=0), nodes)
-            log_prior = np.log(weights)
-        r = (Yf.T @ W).astype(np.float64)
-        n = (Mf.T @ W).astype(np.float64)
-        before = natural(params, code)
-        kernels.mstep(params, r, n, nodes, code, prior, 10, 1e-8)
-        bound = settings.node_range
-        np.clip(params, [-_LA_BOUND, -bound, -_LC_BOUND], [_LA_BOUND, bound, _LC_BOUND], out=params)
-        if not np.isfinite(params).all():
-            status, params = "diverged", last_good
-            break
-        change = float(np.max(np.abs(natural(params, code) - before)))
+        trace.append(logpost)
+        last_good = params = new
+        # the change of the last plain EM step (SQUAREM: the stabilising step after the extrapolation)
+        change = float(np.max(np.abs(natural(new, code) - natural(before, code))))
         if callback is not None:
             callback("mml-em", cycle, settings.max_cycles)
         if change < settings.tol:
@@ -141,27 +243,72 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
         if clock.expired():
             status = "timeout"
             break
-    W, loglik = e_step(Yf, Mf, params, nodes, log_prior, code, dtype)
-    theta = W @ nodes
-    theta_sd = np.sqrt(np.maximum(W @ nodes**2 - theta**2, 0.0))
+    W, loglik = em.estep(params)
+    W = to_numpy(W)
+    nodes = em.nodes
     a, b, c = (
         (np.exp(params[:, 0]) if code > 1 else np.ones(len(params))),
         params[:, 1].copy(),
         natural(params, code)[:, 2],
     )
+    if settings.scoring == "map":
+        theta, theta_sd = map_abilities(Y, a, b, c)
+    else:
+        theta = W @ nodes
+        theta_sd = np.sqrt(np.maximum(W @ nodes**2 - theta**2, 0.0))
     est = Estimate(a=a, b=b, c=c, theta=theta, theta_sd=theta_sd)
     if settings.se == "louis" and status == "ok":
-        _louis_intervals(est, Y, W, params, nodes, code, prior)
+        _louis_intervals(est, Y, W, params, nodes, code, em.prior)
     est.info = {
         "n_iter": cycle,
+        "em_evaluations": em.evaluations,
+        "n_unidentified_items": int(em.held.sum()),
         "converged": converged,
         "status": status,
         "loglik": loglik,
-        "trace": {"first": trace[0] if trace else None, "last": loglik, "n": len(trace)},
+        "trace": {"first": trace[0] if trace else None, "last": trace[-1] if trace else None, "n": len(trace)},
         "settings": {**asdict(settings), "c_prior": list(settings.c_prior)},
-        "latent_weights": weights.tolist() if settings.latent == "ehw" else None,
+        "latent_weights": em.weights.tolist() if settings.latent == "ehw" else None,
     }
     return est
+
+
+def map_abilities(Y: np.ndarray, a, b, c, *, max_iter: int = 50, tol: float = 1e-8):
+    """MAP abilities under theta ~ N(0, 1) given item parameters: Fisher scoring per model.
+
+    Returns (theta, sd) with sd = 1 / sqrt(Fisher information + 1) at the mode. The log posterior is
+    concave for the 1PL/2PL; for the 3PL the steps are halved until it rises.
+    """
+    observed = Y != kernels.MISSING
+    y = (Y == 1).astype(np.float64)
+    a, b, c = (np.asarray(v, float)[None, :] for v in (a, b, c))
+
+    def logpost(t):
+        P = np.clip(c + (1 - c) * sigmoid(a * (t[:, None] - b)), 1e-12, 1 - 1e-12)
+        return np.where(observed, y * np.log(P) + (1 - y) * np.log1p(-P), 0.0).sum(1) - 0.5 * t**2
+
+    theta = np.zeros(Y.shape[0])
+    current = logpost(theta)
+    info = np.ones_like(theta)
+    for _ in range(max_iter):
+        s = sigmoid(a * (theta[:, None] - b))
+        P = np.clip(c + (1 - c) * s, 1e-12, 1 - 1e-12)
+        dP = a * (1 - c) * s * (1 - s)
+        grad = np.where(observed, (y - P) / (P * (1 - P)) * dP, 0.0).sum(1) - theta
+        info = np.where(observed, dP**2 / (P * (1 - P)), 0.0).sum(1) + 1.0
+        step = np.clip(grad / info, -2.0, 2.0)
+        t = np.ones_like(theta)
+        for _h in range(30):
+            trial = theta + t * step
+            value = logpost(trial)
+            worse = value < current - 1e-12
+            if not worse.any():
+                break
+            t = np.where(worse, t / 2, t)
+        theta, current = trial, value
+        if np.max(np.abs(t * step)) < tol:
+            break
+    return theta, 1.0 / np.sqrt(info)
 
 
 def natural(params: np.ndarray, code: int) -> np.ndarray:
