@@ -446,6 +446,23 @@ def ipw_bootstrap(pi_obs, pi_ref, pi_ctl, y, z, e_obs, seeds):
     return out
 
 
+@njit(cache=True, parallel=True)
+def bootstrap_means(terms, seeds):
+    """Bootstrap replicates of the column means of terms (n, m), one seed per replicate (as above)."""
+    b = seeds.shape[0]
+    n, m = terms.shape
+    out = np.zeros((b, m))
+    for r in prange(b):
+        np.random.seed(seeds[r])
+        for _ in range(n):
+            i = np.random.randint(0, n)
+            for j in range(m):
+                out[r, j] += terms[i, j]
+        for j in range(m):
+            out[r, j] /= n
+    return out
+
+
 # ---------------------------------------------------------------- ROI-greedy fill
 
 

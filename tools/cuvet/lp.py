@@ -103,7 +103,8 @@ def solve_array(v, c, budget: float, xp) -> LPSolution:
         order = xp.argsort(-s)
         s_sorted = s[order]
         reach = xp.cumsum(w[order])
-        lam_arr = s_sorted[int(xp.searchsorted(reach, need))]
+        first = int(xp.searchsorted(reach, xp.asarray([need]))[0])  # first segment whose cumulative step reaches need
+        lam_arr = s_sorted[min(first, s_sorted.shape[0] - 1)]
         above = float(w[s > lam_arr].sum())
         tied = float(w[s == lam_arr].sum())
         lam = float(lam_arr)
