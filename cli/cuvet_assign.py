@@ -81,9 +81,11 @@ def main():
     per unit value is equal across cohorts (closed form, lambda by bisection).
     `--bayes` (CUVET-B) shrinks the cohort fits with an empirical-Bayes hierarchical
     prior and, when cost is realized, keeps a margin so that P(cost <= budget) >= 0.9.
-    `assign` writes each user's arm, `evaluate` scores a policy by IPW on RCT data,
-    `bench` compares CUVET with uniform, ROI-greedy, LightGBM T-learner + LP and (on
-    synthetic data) the oracle. Data sets: `gen` writes the Thornton (2008) HIV-incentive
+    `assign` writes each user's arm, `evaluate` scores a policy by IPW (and with --dr
+    doubly robust, cross-fitted) on RCT data, `bench` compares CUVET with uniform,
+    ROI-greedy, LP on a LightGBM T-learner, econml's X-learner and causalml's uplift
+    forest, and (on synthetic data) the oracle; the LP is solved exactly from each user's
+    cost-value hull (Numba, or CuPy with --device cuda). Data sets: `gen` writes the Thornton (2008) HIV-incentive
     and Cai (2015) insurance trials from causaldata, or an MT-LIFT-like synthetic RCT.
 
     \b
@@ -196,6 +198,13 @@ def fit_cmd(
     """Grow the tree, fit per-leaf power laws and solve lambda; write the model as JSON.
 
     With -o FILE the model goes there and a one-line summary to stdout; with -o - the model is stdout.
+
+    The tree is grown on half of the rows and pruned on the other half (honest pruning,
+    ours): a split stays only if its children's decisions, scored on the estimation half
+    as value minus lambda times cost, beat the parent's by 1.64 standard errors of that
+    difference. Without the margin, noise splits survive half the time; with it, on the
+    synthetic data, CUVET-B's share of the oracle value rose from .49/.71/.82 to
+    .54/.79/.91 at 100k rows (README).
 
     \b
     EXAMPLES
@@ -324,7 +333,13 @@ def assign_cmd(model_path, input, budget, id_col, summary, **_):
 )
 @click.option("--fail-below", type=float, default=None, help="Exit 3 when the uplift (%) is below this.")
 @click.option("--n-boot", type=click.IntRange(min=10), default=200, show_default=True, help="Bootstrap resamples.")
-@common_options("output", "format", "in_format", "seed", "force", "meta", "quiet", "verbose")
+@click.option(
+    "--dr", is_flag=True, help="Also the doubly robust estimate (cross-fitted LightGBM outcome models), key 'dr'."
+)
+@click.option(
+    "--dr-folds", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-fitting folds of --dr."
+)
+@common_options("output", "format", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
 def evaluate_cmd(
     input,
     assignment,
@@ -341,15 +356,22 @@ def evaluate_cmd(
     strict,
     fail_below,
     n_boot,
+    dr,
+    dr_folds,
     **_,
 ):
     """IPW value, incremental cost and uplift over the budget-matched uniform policy, with bootstrap CIs.
+
+    With --dr, also the doubly robust (AIPW) value and cost: per-arm LightGBM outcome
+    models cross-fitted over --dr-folds folds, the IPW correction on their residuals, CIs
+    by bootstrap of the per-row terms. Feasibility and --fail-below still use IPW.
 
     \b
     EXAMPLES
       cuvet-assign evaluate thornton.parquet assign.parquet --treatment arm --value got --cost tinc
       cuvet-assign evaluate test.parquet a.parquet --treatment treatment --value conversion \\
           --arm-costs 0,1,2,3,4 --cost-on-outcome --id id --strict --fail-below 0
+      cuvet-assign evaluate thornton.parquet assign.parquet --treatment arm --value got --cost tinc --dr
     """
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
@@ -370,6 +392,13 @@ def evaluate_cmd(
     per_user = budget / data.n if budget is not None else planned
     ref = uniform(data, per_user, data.n)
     result = evaluate(pi, ref, data, per_user, e=e, seed=run.seed, n_boot=n_boot, strict=strict).to_dict()
+    if dr:
+        from methodkit.tools.cuvet.doubly_robust import evaluate_dr
+
+        threads = run.threads()
+        result["dr"] = evaluate_dr(
+            pi, ref, data, e, folds=dr_folds, seed=run.seed, n_boot=n_boot, threads=threads
+        ).to_dict()
     run.emit_result(result)
     if strict and not result["feasible"]:
         raise CheckFailed(
@@ -403,7 +432,10 @@ def evaluate_cmd(
 )
 @click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns].")
 @click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable).")
-@common_options("output", "format", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
+@click.option(
+    "--dr", is_flag=True, help="Add doubly robust value_dr, cost_dr, feasible_dr (cross-fitted on each test part)."
+)
+@common_options("output", "format", "in_format", "seed", "threads", "device", "force", "meta", "quiet", "verbose")
 def bench_cmd(
     input,
     treatment,
@@ -421,9 +453,16 @@ def bench_cmd(
     strata,
     features,
     exclude,
+    dr,
     **_,
 ):
     """Compare CUVET with the baselines over budgets, seeds and folds; one CSV row per run.
+
+    Methods: cuvet, cuvet-b (closed-form allocation), cuvet-lp, cuvet-b-lp (their leaf
+    estimates through the LP), uniform, roi-greedy, lp-tlearner (LightGBM per arm),
+    lp-xlearner (econml), lp-causalml-urf (causalml's uplift forest, 0/1 value) and, on
+    synthetic data, oracle. Every estimate is turned into a policy by the same exact LP
+    (Numba on the CPU; with --device cuda the vectorized CuPy twin).
 
     A summary table (means over seeds and folds) goes to stderr unless -q.
 
@@ -464,7 +503,12 @@ def bench_cmd(
         else:
             splits += compare.kfold(data, frame.iloc[data.rows], folds, run.seed + s)
     with run.progress() as cb:
-        table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads)
+        xp = None
+        if run.device() == "cuda":  # the per-user LPs (argmax over arms at every user) run on the GPU
+            from methodkit.core.backend import array_module
+
+            xp = array_module("cuda")
+        table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads, dr=dr, xp=xp)
     if not run.quiet:
         _print_summary(compare.summary(table))
     run.emit_table(table)

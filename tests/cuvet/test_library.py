@@ -93,17 +93,50 @@ def test_realize_mixes_the_bracketing_frontier_arms():
     assert al.realize(0.0, [0.0, 1.0], [0, 1]) == {0: 1.0}
 
 
-def test_lagrangian_lp_matches_highs():
+def _lp_cases():
     rng = np.random.default_rng(1)
     n, k = 300, 5
     c = np.column_stack([np.zeros(n), np.sort(rng.uniform(0.1, 2, (n, k - 1)), axis=1)])
     v = np.column_stack([np.zeros(n), rng.uniform(-0.1, 1, (n, k - 1))])
-    for budget in (20.0, 100.0, 250.0):
+    yield "sorted costs", v, c
+    yield "many exact ties", np.round(v * 4) / 4, np.round(c * 2) / 2
+    yield "unsorted, costly control", rng.uniform(0, 1, (n, k)), rng.uniform(0, 2, (n, k))
+
+
+@pytest.mark.parametrize("case", ["sorted costs", "many exact ties", "unsorted, costly control"])
+def test_lagrangian_lp_matches_highs(case):
+    _, v, c = next(x for x in _lp_cases() if x[0] == case)
+    floor, top = c.min(1).sum(), c.max(1).sum()
+    for budget in (floor + 0.05 * top, floor + 0.3 * top, 0.9 * top):
         ours = lp.solve(v, c, budget)
+        vectorized = lp.solve(v, c, budget, xp=np)  # the --device cuda code path, run with NumPy
         ref = lp.solve_highs(v, c, budget)
-        assert ours.value == pytest.approx(ref.value, rel=1e-6)
+        assert ours.value == pytest.approx(ref.value, rel=1e-9)
+        assert vectorized.value == pytest.approx(ref.value, rel=1e-9)
+        assert np.allclose(ours.pi, vectorized.pi) and ours.lam == vectorized.lam
         assert ours.cost <= budget * (1 + 1e-9)
-        assert np.allclose(ours.pi.sum(1), 1.0)
+        assert np.allclose(ours.pi.sum(1), 1.0) and ours.pi.min() >= 0.0
+
+
+def test_lp_edge_budgets():
+    rng = np.random.default_rng(3)
+    c = np.column_stack([np.full(50, 0.2), rng.uniform(0.5, 1, (50, 2))])
+    v = np.column_stack([np.zeros(50), rng.uniform(0.1, 1, (50, 2))])
+    loose = lp.solve(v, c, 1e9)  # budget never binds: everyone gets the most valuable arm, lam = 0
+    assert loose.lam == 0.0 and np.array_equal(loose.pi.argmax(1), v.argmax(1))
+    tight = lp.solve(v, c, 1.0)  # below the cheapest policy's cost (10): the cheapest arms
+    assert np.all(tight.pi[:, 0] == 1.0) and tight.cost == pytest.approx(10.0)
+
+
+def test_hull_kernel_drops_dominated_and_concave_violating_arms():
+    v = np.array([[0.0, 0.5, 0.6, 0.4, 1.0]])
+    c = np.array([[0.0, 1.0, 2.0, 2.5, 3.0]])
+    hull, size, slope, step = kernels.hull_segments(v, c)
+    # (2, .6) lies under the chord (1, .5) -> (3, 1); (2.5, .4) is dominated
+    assert size[0] == 3 and list(hull[0, :3]) == [0, 1, 4]
+    assert slope[0, :2] == pytest.approx([0.5, 0.25]) and step[0, :2] == pytest.approx([1.0, 2.0])
+    ref = lp.hull_segments_array(v, c, np)
+    assert list(ref[0][0, :3]) == [0, 1, 4] and ref[1][0] == 3
 
 
 def test_histogram_kernel_matches_numpy():

@@ -63,8 +63,11 @@ class TLearner:
         return v - v[:, :1], c - c[:, :1]
 
 
-def lp_policy(dv: np.ndarray, dc: np.ndarray, budget_per_user: float) -> np.ndarray:
-    return lp.solve(dv, dc, budget_per_user * len(dv)).pi
+def lp_policy(dv: np.ndarray, dc: np.ndarray, budget_per_user: float, xp=None) -> np.ndarray:
+    """The exact LP policy (host array); xp = cupy solves it on the GPU."""
+    from methodkit.core.backend import to_numpy
+
+    return to_numpy(lp.solve(dv, dc, budget_per_user * len(dv), xp=xp).pi)
 
 
 def roi_greedy(dv: np.ndarray, dc: np.ndarray, budget_per_user: float) -> np.ndarray:
@@ -99,9 +102,9 @@ def leaf_estimates(model: CuvetModel, X: np.ndarray) -> tuple[np.ndarray, np.nda
     return dv, table_c[leaf]
 
 
-def oracle(p: np.ndarray, arm_costs, budget_per_user: float) -> np.ndarray:
+def oracle(p: np.ndarray, arm_costs, budget_per_user: float, xp=None) -> np.ndarray:
     """The exact LP on the true conversion probabilities (cost paid on conversion)."""
     kappa = np.asarray(arm_costs, float)[None, :]
     dv = p - p[:, :1]
     c = kappa * p
-    return lp_policy(dv, c - c[:, :1], budget_per_user)
+    return lp_policy(dv, c - c[:, :1], budget_per_user, xp)

@@ -22,7 +22,18 @@ from methodkit.tools.cuvet.data import RCT
 from methodkit.tools.cuvet.model import fit
 from methodkit.tools.cuvet.tree import TreeParams
 
-METHODS = ("cuvet", "cuvet-b", "cuvet-lp", "cuvet-b-lp", "uniform", "roi-greedy", "lp-tlearner", "oracle")
+METHODS = (
+    "cuvet",
+    "cuvet-b",
+    "cuvet-lp",
+    "cuvet-b-lp",
+    "uniform",
+    "roi-greedy",
+    "lp-tlearner",
+    "lp-xlearner",
+    "lp-causalml-urf",
+    "oracle",
+)
 
 
 @dataclass
@@ -51,8 +62,13 @@ def run_split(
     truth: dict | None = None,
     params: TreeParams | None = None,
     threads: int = 0,
+    dr: bool = False,
+    xp=None,
 ) -> list[dict]:
-    """All methods at all budgets on one train/test split."""
+    """All methods at all budgets on one train/test split; dr adds doubly robust value and cost columns.
+
+    xp (cupy) solves the per-user LPs on the GPU; everything else stays on the CPU.
+    """
     if "oracle" in methods and truth is None:
         raise UsageError("method 'oracle' needs the true effects: only synthetic data has them (--truth)")
     train, test = split.train, split.test
@@ -63,6 +79,23 @@ def run_split(
     if {"lp-tlearner", "roi-greedy"} & set(methods):
         tl = baselines.TLearner(train, seed=split.seed, threads=threads)
         tl_dv, tl_dc = tl.predict(test.X)
+    meta = {}
+    if "lp-xlearner" in methods:
+        from methodkit.tools.cuvet.meta_baselines import xlearner_estimates
+
+        meta["lp-xlearner"] = xlearner_estimates(train, test.X, split.seed, threads)
+    if "lp-causalml-urf" in methods:
+        from methodkit.tools.cuvet.meta_baselines import uplift_forest_estimates
+
+        meta["lp-causalml-urf"] = uplift_forest_estimates(train, test.X, split.seed, threads)
+    dr_models = None
+    if dr:
+        from methodkit.tools.cuvet.doubly_robust import dr_terms, outcome_models
+
+        dr_models = outcome_models(test, seed=split.seed, threads=threads)
+        control = np.zeros((test.n, test.n_arms))
+        control[:, 0] = 1.0
+        dr_cost_control = dr_terms(control, test, e, *dr_models)[1]
     max_spend = None
     rows = []
     for frac in budget_fracs:
@@ -82,15 +115,16 @@ def run_split(
             "cuvet": lambda models=models, b=b: models["cuvet"].policy(test.X)[1],
             "cuvet-b": lambda models=models, b=b: models["cuvet-b"].policy(test.X)[1],
             "cuvet-lp": lambda models=models, b=b: baselines.lp_policy(
-                *baselines.leaf_estimates(models["cuvet"], test.X), b
+                *baselines.leaf_estimates(models["cuvet"], test.X), b, xp
             ),
             "cuvet-b-lp": lambda models=models, b=b: baselines.lp_policy(
-                *baselines.leaf_estimates(models["cuvet-b"], test.X), b
+                *baselines.leaf_estimates(models["cuvet-b"], test.X), b, xp
             ),
             "uniform": lambda models=models, b=b: baselines.uniform(train, b, test.n),
             "roi-greedy": lambda models=models, b=b: baselines.roi_greedy(tl_dv, tl_dc, b),
-            "lp-tlearner": lambda models=models, b=b: baselines.lp_policy(tl_dv, tl_dc, b),
-            "oracle": lambda models=models, b=b: baselines.oracle(probs, truth["arm_costs"], b),
+            "lp-tlearner": lambda models=models, b=b: baselines.lp_policy(tl_dv, tl_dc, b, xp),
+            "oracle": lambda models=models, b=b: baselines.oracle(probs, truth["arm_costs"], b, xp),
+            **{m: (lambda m=m, b=b: baselines.lp_policy(*meta[m], b, xp)) for m in meta},
         }
         ref = policies["uniform"]()
         ref_point = ev.point(ref, test, e)
@@ -114,6 +148,12 @@ def run_split(
                 "feasible": bool(pt["cost"] <= b * (1 + 1e-9)),
                 "uplift_pct": 100.0 * (pt["value"] - ref_point["value"]) / denom if denom else float("nan"),
             }
+            if dr_models is not None:
+                v_dr, c_dr = dr_terms(pi, test, e, *dr_models)
+                cost_dr = float((c_dr - dr_cost_control).mean())
+                row.update(
+                    {"value_dr": float(v_dr.mean()), "cost_dr": cost_dr, "feasible_dr": cost_dr <= b * (1 + 1e-9)}
+                )
             if probs is not None:
                 tv = float((pi * probs).sum(1).mean())
                 tc = float((pi * probs * kappa).sum(1).mean() - (probs[:, 0] * kappa[0]).mean())
@@ -159,21 +199,29 @@ def run(
     params: TreeParams | None = None,
     progress: ProgressCallback = silent,
     threads: int = 0,
+    dr: bool = False,
+    xp=None,
 ) -> pd.DataFrame:
     rows = []
     for i, split in enumerate(splits):
         progress("bench", i, len(splits))
-        rows += run_split(split, methods, budget_fracs, truth, params, threads)
+        rows += run_split(split, methods, budget_fracs, truth, params, threads, dr, xp)
     progress("bench", len(splits), len(splits))
     return add_aucc(pd.DataFrame(rows))
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds and folds per (method, budget)."""
-    cols = [c for c in ("value", "cost", "uplift_pct", "true_uplift_pct", "oracle_frac") if c in table]
+    cols = [
+        c
+        for c in ("value", "cost", "value_dr", "cost_dr", "uplift_pct", "true_uplift_pct", "oracle_frac")
+        if c in table
+    ]
     g = table.groupby(["method", "budget_frac"], sort=False)
     out = g[cols].mean()
     out["feasible"] = g["feasible"].mean()
+    if "feasible_dr" in table:
+        out["feasible_dr"] = g["feasible_dr"].mean()
     if "true_feasible" in table:
         out["true_feasible"] = g["true_feasible"].mean()
     out["runs"] = g.size()

@@ -1,5 +1,5 @@
 """Numba kernels of CUVET: node statistics, the closed-form leaf fit, the split finder,
-the per-user Lagrangian LP step and the IPW bootstrap.
+the per-user Lagrangian LP (hull breakpoints + weighted selection) and the IPW bootstrap.
 
 Per-arm statistics are rows of a (K+1, 5) array: n, sum y, sum y^2, sum z, sum z^2
 (y = value, z = cost). Everything the split finder needs is computed from them in
@@ -263,35 +263,144 @@ def best_split(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_m
 # ---------------------------------------------------------------- the Lagrangian LP step
 
 
-@njit(cache=True)
-def lagrangian_choice(v, c, lam):
-    """Each user's argmax_t v - lam c (lowest-cost arm among exact ties).
+@njit(cache=True, parallel=True)
+def hull_segments(v, c):
+    """Each user's upper concave hull of (cost, value) over the arms, walked from the cheapest arm.
 
-    Serial on purpose: one pass is memory-bound and runs ~100 times per solve, so a
-    parallel region's start-up costs more than it saves (measured in bench/cuvet.py).
+    Returns (hull arms (n, K), hull size (n,), segment slopes (n, K-1), segment cost steps
+    (n, K-1)). As lambda falls from +inf to 0, argmax_t v - lam c moves along the hull one
+    vertex per segment whose slope exceeds lam; arms off the hull are never chosen. Among
+    equal costs the higher value wins, among equal values the lower cost (the LP's tie rule).
     """
     n, k = v.shape
-    arm = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        best = 0
-        best_s = v[i, 0] - lam * c[i, 0]
-        for a in range(1, k):
-            s = v[i, a] - lam * c[i, a]
-            if s > best_s or (s == best_s and c[i, a] < c[i, best]):
-                best_s = s
-                best = a
-        arm[i] = best
-    return arm
+    hull = np.empty((n, k), dtype=np.int64)
+    size = np.zeros(n, dtype=np.int64)
+    slope = np.zeros((n, max(k - 1, 1)))
+    step = np.zeros((n, max(k - 1, 1)))
+    for i in prange(n):
+        order = hull[i]  # sorted arm order first, then overwritten by the hull (h <= j always)
+        for a in range(k):
+            order[a] = a
+        for a in range(1, k):  # insertion sort by (cost asc, value desc)
+            x = order[a]
+            b = a - 1
+            while b >= 0 and (c[i, order[b]] > c[i, x] or (c[i, order[b]] == c[i, x] and v[i, order[b]] < v[i, x])):
+                order[b + 1] = order[b]
+                b -= 1
+            order[b + 1] = x
+        h = 1
+        for j in range(1, k):
+            p = order[j]
+            top = hull[i, h - 1]
+            if v[i, p] <= v[i, top] or c[i, p] <= c[i, top]:
+                continue  # costs more (or the same) for no more value: dominated
+            while h >= 2:
+                q0 = hull[i, h - 2]
+                q1 = hull[i, h - 1]
+                # pop q1 when it lies on or under the chord q0 -> p
+                if (v[i, q1] - v[i, q0]) * (c[i, p] - c[i, q1]) <= (v[i, p] - v[i, q1]) * (c[i, q1] - c[i, q0]):
+                    h -= 1
+                else:
+                    break
+            hull[i, h] = p
+            h += 1
+        size[i] = h
+        for j in range(h - 1):
+            a0 = hull[i, j]
+            a1 = hull[i, j + 1]
+            step[i, j] = c[i, a1] - c[i, a0]
+            slope[i, j] = (v[i, a1] - v[i, a0]) / step[i, j]
+    return hull, size, slope, step
 
 
 @njit(cache=True)
-def gather_totals(v, c, arm):
-    tv = 0.0
-    tc = 0.0
-    for i in range(arm.shape[0]):
-        tv += v[i, arm[i]]
-        tc += c[i, arm[i]]
-    return tv, tc
+def dual_price(c, hull, size, slope, step, budget):
+    """(lam*, theta): the slope s* with sum(step | slope > s*) < need <= sum(step | slope >= s*),
+    need = budget - cost of everyone's cheapest hull arm, and the share theta of the segments
+    tied at s* that makes the budget bind.
+
+    Weighted quickselect over the flattened segments (expected O(segments)). need >= every
+    step: lam = 0 (the budget does not bind); need <= 0: lam = the steepest slope (cheapest arms).
+    """
+    need = budget
+    m = 0
+    total = 0.0
+    steepest = 0.0
+    for i in range(size.shape[0]):
+        need -= c[i, hull[i, 0]]
+        m += size[i] - 1
+        for j in range(size[i] - 1):
+            total += step[i, j]
+            steepest = max(steepest, slope[i, j])
+    if need >= total:
+        return 0.0, 0.0
+    if need <= 0.0:
+        return steepest, 0.0
+    s = np.empty(m)
+    w = np.empty(m)
+    pos = 0
+    for i in range(size.shape[0]):
+        for j in range(size[i] - 1):
+            s[pos] = slope[i, j]
+            w[pos] = step[i, j]
+            pos += 1
+    lo, hi = 0, m  # the unresolved range s[lo:hi]
+    above = 0.0  # weight of resolved segments with slope > the range
+    np.random.seed(7919)
+    while hi > lo:
+        pivot = s[lo + np.random.randint(hi - lo)]
+        # three-way partition: [lo, gt) > pivot, [gt, eq) == pivot, [eq, hi) < pivot
+        gt, i, lt = lo, lo, hi
+        w_gt = 0.0
+        w_eq = 0.0
+        while i < lt:
+            if s[i] > pivot:
+                w_gt += w[i]
+                s[gt], s[i] = s[i], s[gt]
+                w[gt], w[i] = w[i], w[gt]
+                gt += 1
+                i += 1
+            elif s[i] < pivot:
+                lt -= 1
+                s[lt], s[i] = s[i], s[lt]
+                w[lt], w[i] = w[i], w[lt]
+            else:
+                w_eq += w[i]
+                i += 1
+        if above + w_gt >= need:
+            hi = gt
+        elif above + w_gt + w_eq >= need:
+            return pivot, min(max((need - above - w_gt) / w_eq, 0.0), 1.0)
+        else:
+            above += w_gt + w_eq
+            lo = lt
+    return 0.0, 0.0  # not reached when need < total
+
+
+@njit(cache=True, parallel=True)
+def threshold_policy(v, c, hull, size, slope, lam, theta):
+    """pi for every user at lambda = lam: all hull segments steeper than lam, a theta share of
+    the one exactly at lam (ties). Returns (pi, total value, total cost)."""
+    n, k = v.shape
+    pi = np.zeros((n, k))
+    tv = np.zeros(n)
+    tc = np.zeros(n)
+    for i in prange(n):
+        j = 0
+        while j < size[i] - 1 and slope[i, j] > lam:
+            j += 1
+        a = hull[i, j]
+        if j < size[i] - 1 and slope[i, j] == lam and theta > 0.0:
+            b = hull[i, j + 1]
+            pi[i, a] = 1.0 - theta
+            pi[i, b] = theta
+            tv[i] = (1.0 - theta) * v[i, a] + theta * v[i, b]
+            tc[i] = (1.0 - theta) * c[i, a] + theta * c[i, b]
+        else:
+            pi[i, a] = 1.0
+            tv[i] = v[i, a]
+            tc[i] = c[i, a]
+    return pi, tv.sum(), tc.sum()
 
 
 # ---------------------------------------------------------------- IPW and its bootstrap
@@ -334,6 +443,23 @@ def ipw_bootstrap(pi_obs, pi_ref, pi_ctl, y, z, e_obs, seeds):
         out[r, 3] = c2
         out[r, 4] = v3
         out[r, 5] = c3
+    return out
+
+
+@njit(cache=True, parallel=True)
+def bootstrap_means(terms, seeds):
+    """Bootstrap replicates of the column means of terms (n, m), one seed per replicate (as above)."""
+    b = seeds.shape[0]
+    n, m = terms.shape
+    out = np.zeros((b, m))
+    for r in prange(b):
+        np.random.seed(seeds[r])
+        for _ in range(n):
+            i = np.random.randint(0, n)
+            for j in range(m):
+                out[r, j] += terms[i, j]
+        for j in range(m):
+            out[r, j] /= n
     return out
 
 

@@ -196,16 +196,32 @@ def describe_split(binner: Binner, features: list[str], levels: dict, f: int, b:
     return {"feature": name, "left_levels": [labels[i] for i in range(len(order)) if order[i] <= b]}
 
 
-def prune(tree: Tree, struct_stats: list, est_stats: list, lam: float, beta_root: float, prior_mu, prior_prec) -> Tree:
+PRUNE_Z = 1.64  # a split must beat its parent on the estimation half by this many SE (ours)
+
+
+def prune(
+    tree: Tree,
+    struct_stats: list,
+    est_stats: list,
+    lam: float,
+    beta_root: float,
+    prior_mu,
+    prior_prec,
+    z: float | None = None,
+) -> Tree:
     """Honest pruning (ours): undo every split that does not pay off on the estimation half.
 
     Each node's decision (spend and arm mix) is made from its structure-half statistics and
     scored with its estimation-half increments: n_est * sum_t p_t (dV_t - lam dC_t). A split
-    stays only if its children's honest score beats the parent's. The plug-in gain alone
-    cannot do this: at a fixed lam, splitting never lowers the sum of fitted L.
+    stays only if its children's honest score beats the parent's by z standard errors of that
+    difference (the score is a linear function of independent arm means, so its variance is
+    closed-form; Var(y - lam z) is bounded by (sd_y + lam sd_z)^2, which needs no cross term).
+    The plug-in gain alone cannot do this: at a fixed lam, splitting never lowers the sum of
+    fitted L, and without the margin noise splits survive half the time.
     """
     from methodkit.tools.cuvet.allocate import realize
 
+    z = PRUNE_Z if z is None else z
     st: dict[int, np.ndarray] = {}
     es: dict[int, np.ndarray] = {}
 
@@ -218,27 +234,50 @@ def prune(tree: Tree, struct_stats: list, est_stats: list, lam: float, beta_root
         total(nd.right)
         st[k], es[k] = st[nd.left] + st[nd.right], es[nd.left] + es[nd.right]
 
-    def value(k: int) -> float:
+    def decision(k: int) -> np.ndarray:
+        """The arm mix node k's structure-half statistics choose at lam."""
         a, b, smax, _ = kernels.fit_power_law(st[k], beta_root, prior_mu, prior_prec)
         spend = kernels.best_spend(a, b, smax, lam)
         dc, dv, _, ok = kernels.increments(st[k])
         arms = kernels.frontier(dc, dv, ok)
-        mix = realize(spend, [dc[x] if x else 0.0 for x in arms], arms)
-        dc_e, dv_e, _, ok_e = kernels.increments(es[k])
-        gain = sum(p * (dv_e[x] - lam * dc_e[x]) for x, p in mix.items() if x and ok_e[x])
-        return float(es[k][:, 0].sum()) * gain
+        w = np.zeros(st[k].shape[0])
+        for x, p in realize(spend, [dc[x] if x else 0.0 for x in arms], arms).items():
+            w[x] = p
+        return w
+
+    def score(k: int, w: np.ndarray) -> tuple[float, float]:
+        """(honest score of mix w on node k's estimation rows, its variance)."""
+        e = es[k]
+        n = np.maximum(e[:, 0], 1.0)
+        mean = (e[:, 1] - lam * e[:, 3]) / n
+        sd = np.sqrt(np.maximum(e[:, 2] / n - (e[:, 1] / n) ** 2, 0.0)) + lam * np.sqrt(
+            np.maximum(e[:, 4] / n - (e[:, 3] / n) ** 2, 0.0)
+        )
+        treated = w.copy()
+        treated[0] = 0.0
+        treated[e[:, 0] < 1.0] = 0.0
+        diff = float(treated @ (mean - mean[0]))
+        var = float((treated**2 * sd**2 / n).sum() + treated.sum() ** 2 * sd[0] ** 2 / n[0])
+        ne = float(e[:, 0].sum())
+        return ne * diff, ne * ne * var
 
     total(0)
     keep: dict[int, bool] = {}
 
-    def best(k: int) -> float:  # best honest score of the subtree rooted at k
+    def best(k: int) -> tuple[float, list[tuple[int, np.ndarray]]]:
+        """Best honest score of the subtree rooted at k, and the (leaf node, mix) pairs that reach it."""
         nd = tree.nodes[k]
-        here = value(k)
+        w = decision(k)
+        here = score(k, w)[0]
         if nd.leaf >= 0:
-            return here
-        below = best(nd.left) + best(nd.right)
-        keep[k] = below > here
-        return max(below, here)
+            return here, [(k, w)]
+        left, right = best(nd.left), best(nd.right)
+        parts = left[1] + right[1]
+        below = left[0] + right[0]
+        # variance of (children's score - parent's score) on the same rows: per part, mix w_j - w_parent
+        var = sum(score(j, wj - w)[1] for j, wj in parts)
+        keep[k] = below - here > z * np.sqrt(var)
+        return (below, parts) if keep[k] else (here, [(k, w)])
 
     best(0)
     out = Tree([])
