@@ -121,3 +121,61 @@ def test_rank_exhaustion_is_counted():
     split = batch.standardize_split(X, np.arange(20), np.arange(20, 40))
     out = batch.split_corr_batch(split, y[:20, None], y[20:, None], 5, batch.pls1_weights, batch.operations())
     assert out.truncated[0]
+
+
+def test_train_moments_and_heldout_corr_match_reference():
+    n, p, J, K = 40, 9, 7, 3
+    X = RNG.normal(size=(n, p)) * 3 + 5
+    X[:, 2] = 4.0  # constant: sd inf (dropped) on every split
+    orders = np.stack([RNG.permutation(n) for _ in range(J)])
+    train, test = np.sort(orders[:, :20], axis=1), np.sort(orders[:, 20:], axis=1)
+    mu1, sd1 = kernels.train_moments(X, train, 1e-12)
+    mu2, sd2 = kernels_xp.train_moments(X, train, 1e-12)
+    np.testing.assert_allclose(mu1, mu2, atol=1e-12)
+    np.testing.assert_allclose(sd1, sd2, rtol=1e-12)
+    assert np.all(np.isinf(sd1[2])) and np.isfinite(sd1[[0, 1, 3]]).all()
+    expected = X[train[0]].std(axis=0, ddof=1)
+    expected[2] = np.inf
+    np.testing.assert_allclose(sd1[:, 0], expected, rtol=1e-12)
+    U = RNG.normal(size=(K, n, J))
+    U[2, :, 1] = 0.0  # an exhausted score: zero coefficient
+    U[:, :, 4] = 0.0  # no scores at all: flat prediction, degenerate
+    Ys = RNG.normal(size=(n, J))
+    out1 = kernels.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
+    out2 = kernels_xp.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
+    for a, b in zip(out1, out2):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    assert out1[2][4] and not out1[2][[0, 1, 2, 3]].any()
+    beta = np.linalg.lstsq(U[:, train[0], 0].T, Ys[train[0], 0], rcond=None)[0]
+    assert out1[0][0] == pytest.approx(np.corrcoef(U[:, test[0], 0].T @ beta, Ys[test[0], 0])[0, 1], abs=1e-12)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_fused_observed_pass_equals_split_by_split(K):
+    from methodkit.tools.pls import fused, methods
+
+    n, p = 50, 12
+    rng = np.random.default_rng(K)
+    X = rng.normal(size=(n, p)) @ np.linalg.cholesky(0.5 ** np.abs(np.subtract.outer(range(p), range(p)))).T
+    X[:, 3] = 2.5  # zero-variance column: dropped on every train half
+    X[: n - 5, 7] = 1.0  # constant on most train halves, not all
+    y = X[:, 0] - X[:, 5] + rng.normal(size=n)
+    if K == 4:
+        X = rng.normal(size=(n, 2)) @ rng.normal(size=(2, p))  # rank 2: every split truncates at K = 4
+        y = np.where(np.arange(n) < 2, 1.0, 0.0)  # splits with both 1s on one side are flat there (degenerate)
+    splits = methods.draw_splits(n, K, 40, rng)
+    loop = methods.split_pass(X, y[:, None].copy(), splits, K, methods.Directions(), batch.operations(), observed=True)
+    for ops in (batch.operations(), batch.reference_operations()):
+        one = fused.observed_pass(X, y, splits, K, ops)
+        np.testing.assert_allclose(one.z, loop.z, atol=1e-10)
+        np.testing.assert_allclose(one.r, loop.r, atol=1e-10)
+        np.testing.assert_allclose(one.r2, loop.r2, atol=1e-9)
+        np.testing.assert_array_equal(one.degenerate, loop.degenerate)
+        np.testing.assert_array_equal(one.truncated, loop.truncated)
+        np.testing.assert_array_equal(one.dropped, loop.dropped)
+        for a, b in zip(one.W, loop.W):
+            np.testing.assert_allclose(a, b, atol=1e-9)
+    if K == 4:
+        assert loop.truncated.all() and 0 < loop.degenerate.sum() < 40
+    else:
+        assert loop.dropped.min() >= 1 and not loop.degenerate.any()

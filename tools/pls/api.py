@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import silent
-from methodkit.tools.pls import batch, gate, methods
+from methodkit.tools.pls import batch, fused, gate, methods
 from methodkit.tools.pls.data import Design
 from methodkit.tools.pls.rotation import varimax
 
@@ -83,6 +84,7 @@ class TestResult:
         return d
 
 
+@functools.cache
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -181,9 +183,14 @@ def _split_methods(res, X, y, K, method, options, ops, rng, progress):
     if J < 2:
         raise UsageError(f"--splits must be >= 2, got {J}")
     splits = methods.draw_splits(len(y), K, J, rng["splits"])
-    observed = methods.split_pass(
-        X, y[:, None].copy(), splits, K, options.directions, ops, observed=True, progress=progress, phase="splits"
-    )
+    if options.directions.kind == "pls":  # all splits in one batched pass (fused.py)
+        progress("splits", 0, 1)
+        observed = fused.observed_pass(X, y, splits, K, ops)
+        progress("splits", 1, 1)
+    else:
+        observed = methods.split_pass(
+            X, y[:, None].copy(), splits, K, options.directions, ops, observed=True, progress=progress, phase="splits"
+        )
     _check_splits(observed, J)
     z = observed.z[:, 0]
     nb = methods.nb_asymptotic(z, splits.n_train, splits.n_test)

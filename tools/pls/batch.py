@@ -51,6 +51,8 @@ def _table(module) -> dict:
         "pearson_atanh",
         "standardize_columns",
         "sum_squares_columns",
+        "train_moments",
+        "heldout_corr",
     )
     return {name: getattr(module, name) for name in names}
 

@@ -43,7 +43,7 @@ class Splits:
 
 def draw_splits(n: int, K: int, J: int, rng: np.random.Generator) -> Splits:
     n_tr = n_train_for(n, K)
-    orders = np.stack([rng.permutation(n) for _ in range(J)])
+    orders = rng.permuted(np.tile(np.arange(n), (J, 1)), axis=1)  # same stream as J rng.permutation(n)
     return Splits(np.sort(orders[:, :n_tr], axis=1), np.sort(orders[:, n_tr:], axis=1))
 
 
