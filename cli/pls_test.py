@@ -101,8 +101,22 @@ def _parse_ks(text: str | None) -> list[int]:
     return ks
 
 
-def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna):
-    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
+def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights=None):
+    """DATA (+ --weights COL or W.npy) as a checked design."""
+    from methodkit.core import io
+    from methodkit.tools.pls import data
+
+    from_file = weights is not None and weights.endswith(".npy")
+    column = None if weights is None or from_file else weights
+    design = _read_design(run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, column)
+    if from_file:
+        w = io.read_arrays(run.input_bytes(weights))
+        design = data.with_weights(design, next(iter(w.values())), f"--weights {weights}")
+    return design
+
+
+def _read_design(run: Run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights):
+    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y[, weights key]), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
     from methodkit.core import io
     from methodkit.core.errors import DataError, UsageError
     from methodkit.tools.pls import data, sources
@@ -110,7 +124,13 @@ def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_no
     if source.startswith("builtin:"):
         frame, target, x_glob = sources.builtin(source, target, x_glob, x_range)
         return data.from_frame(
-            frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+            frame,
+            target,
+            x_glob=x_glob,
+            x_range=x_range,
+            drop_nonnumeric=drop_nonnumeric,
+            dropna=dropna,
+            weights=weights,
         )
     kind = io.format_from_path(source, run.params.get("in_format"), "csv") if source != "-" else None
     if kind in ("npz", "npy"):
@@ -119,14 +139,21 @@ def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_no
             missing = [k for k in ("X", "y") if k not in arrays]
             if missing:
                 raise DataError(f"{source}: NPZ needs arrays 'X' and 'y' (has: {', '.join(arrays) or 'none'})")
-            return data.from_arrays(arrays["X"], arrays["y"], source)
+            design = data.from_arrays(arrays["X"], arrays["y"], source)
+            if weights is not None:
+                if weights not in arrays:
+                    raise DataError(f"--weights {weights}: no array '{weights}' in {source} (has: {', '.join(arrays)})")
+                design = data.with_weights(design, arrays[weights], f"--weights {weights}")
+            return design
+        if weights is not None:
+            raise UsageError(f"--weights {weights}: with an .npy X pass the weights as W.npy")
         if not y_path:
             raise UsageError(f"{source}: an .npy X needs its y: pass --y Y.npy")
         y_arrays = io.read_arrays(run.input_bytes(y_path))
         return data.from_arrays(arrays["arr_0"], next(iter(y_arrays.values())), source)
     frame = run.read_table(source)
     return data.from_frame(
-        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna, weights=weights
     )
 
 
@@ -170,6 +197,12 @@ def _refuse_existing(paths, force: bool) -> None:
 @click.option("--y", "y_path", default=None, metavar="PATH", help="y as .npy when INPUT is an X .npy.")
 @click.option("--drop-nonnumeric", is_flag=True, help="Drop non-numeric X columns instead of failing.")
 @click.option("--dropna", is_flag=True, help="Drop rows with NaN/inf instead of failing.")
+@click.option(
+    "--weights",
+    default=None,
+    metavar="COL|W.npy",
+    help="Observation weights (a column, an NPZ array or a .npy); Kish n_eff must be >= 25.",
+)
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="Test(s) to run.")
 @click.option("--splits", type=int, default=50, show_default=True, help="Random 50/50 splits J (nb, nb-perm).")
 @click.option("--perms", type=int, default=1000, show_default=True, help="Permutations B (nb-perm, cvq2-perm).")
@@ -210,7 +243,7 @@ def _refuse_existing(paths, force: bool) -> None:
     "verbose",
     formats=("jsonl", "table"),
 )
-def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, method, splits, perms, folds,
+def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights, method, splits, perms, folds,
           segments, jack_center, directions, spca_keep, rotate, kaiser, force_nb, alpha, fail_if_reject,
           per_split_path, null_path, loadings_path, coef_path, **_):  # fmt: skip
     """Test H0: y is unrelated to the K-component PLS subspace of X (one JSON line per method and K).
@@ -223,6 +256,12 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
 
     --directions fixed:W.npy takes p x K directions in the units of X's columns,
     learned on independent data (directions learned on the same rows invalidate the test).
+
+    --weights gives observation weights (survey or frequency weights): weighted train
+    moments, PLS and the OLS refit on sqrt(w)-scaled train rows (weighted least squares),
+    weighted Pearson r / PRESS on the held-out rows; NB's variance correction uses the
+    Kish effective sizes of the halves, and gate.n_eff is the Kish n_eff (sum w)^2 / sum w^2,
+    which must be >= 25. Permutations move y; the weights stay with the rows of X.
 
     \b
     EXAMPLES
@@ -252,7 +291,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
     k_list = _parse_ks(ks) if ks is not None else None
     with _limit_threads(run):
-        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna)
+        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
         for message in design.warnings:
             warn(PROG, message)
         k_list = k_list or _parse_ks(ks)
@@ -282,7 +321,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
                 PROG,
                 "fixed directions must come from independent data; directions learned on these rows invalidate the test",
             )
-        gate_state = api.gate.check(design.X)
+        gate_state = api.gate.check(design.X, design.w)
         if gate_state.fired and method in ("auto", "nb", "all") and not force_nb:
             warn(
                 PROG,

@@ -91,6 +91,10 @@ def test_same_seed_same_bytes(run_cli, sim_csv):
         ("x1,s,y\n1,a,1\n2,b,0\n", ["-k", "1"], ["non-numeric column(s) 's'", "--drop-nonnumeric"]),
         ("x1,x2\n1,2\n", ["-k", "1"], ["no --target given"]),
         ("x1,x2,z\n1,2,3\n", ["-k", "1", "--target", "q"], ["column 'q' not found", "--target"]),
+        ("x1,x2,w,y\n" + "".join(f"{i},{i * i % 7},{-1 if i == 3 else 1},{i % 5}\n" for i in range(30)),
+         ["-k", "1", "--weights", "w"], ["--weights column 'w': weight of row 3 is negative (-1)"]),
+        ("x1,x2,w,y\n" + "".join(f"{i},{i * i % 7},{100 if i < 2 else 1},{i % 5}\n" for i in range(30)),
+         ["-k", "1", "--weights", "w"], ["Kish effective n = 2.6 < 25"]),
     ],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(run_cli, one_line_error, tmp_path, content, args, fragments):
@@ -172,3 +176,20 @@ def test_head_is_quiet(shell):
     proc = shell("pls-test sim -n 3000 -p 20 | head -1")
     assert proc.returncode == 0 and proc.stderr == b""
     assert proc.stdout.decode().startswith("x1,x2")
+
+
+def test_weights_column_is_not_in_x_and_unit_weights_change_nothing(run_cli, sim_csv, tmp_path):
+    frame = pd.read_csv(sim_csv)
+    weighted = tmp_path / "w.csv"
+    frame.assign(wt=3.0).to_csv(weighted, index=False)
+    args = ["-k", "2", "--method", "all", *FAST, "--seed", "3"]
+    plain = _rows(run_cli(["pls-test", "test", sim_csv, *args]))
+    rows = _rows(run_cli(["pls-test", "test", weighted, "--weights", "wt", *args]))
+    assert [r["p"] for r in rows] == [12] * 4
+    for a, b in zip(plain, rows):
+        assert a["pvalue"] == pytest.approx(b["pvalue"], abs=1e-12)
+        assert a["statistic"] == pytest.approx(b["statistic"], abs=1e-12)
+    skewed = tmp_path / "s.csv"
+    frame.assign(wt=np.where(np.arange(len(frame)) < 10, 4.0, 1.0)).to_csv(skewed, index=False)
+    row = _rows(run_cli(["pls-test", "test", skewed, "--weights", "wt", "-k", "2", *FAST]))[0]
+    assert row["gate"]["n_eff"] == pytest.approx(90**2 / 210)  # 10 rows of 4, 50 of 1

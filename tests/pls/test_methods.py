@@ -185,3 +185,38 @@ def test_design_checks():
         api.check_k(d, 2, api.Options())
     with pytest.raises(UsageError):
         api.plan_methods("bogus", gate.check(RNG.normal(size=(30, 6))), False)
+
+
+def test_weights_constant_equals_unweighted_on_every_path():
+    from methodkit.tools.pls.data import with_weights
+
+    d0 = _design(n=60, p=15)
+    d1 = with_weights(_design(n=60, p=15), np.full(60, 2.5), "w")
+    for method in ("nb", "nb-perm", "cvq2-perm", "jackknife"):
+        opts = api.Options(method=method, force_nb=True, perms=30, splits=8, segments=8, rotate="varimax", seed=2)
+        a, b = api.run(d0, [2], opts)[0], api.run(d1, [2], opts)[0]  # nb: fused route vs weighted split loop
+        assert a.statistic == pytest.approx(b.statistic, abs=1e-12)
+        assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
+        assert b.rotation_delta <= 1e-9
+
+
+def test_integer_weights_equal_duplicated_rows_in_sklearn():
+    X, y = simulate("toeplitz0.5", 50, 12, snr=0.5, rng=np.random.default_rng(8))
+    w = np.random.default_rng(9).integers(0, 4, 50).astype(float)  # 0 = row left out
+    coef, _ = methods.pls_coefficients(X, y, 3, batch.operations(), w=w)
+    reps = w.astype(int)
+    ref = PLSRegression(3, scale=True).fit(np.repeat(X, reps, axis=0), np.repeat(y, reps)).coef_.ravel()
+    np.testing.assert_allclose(coef, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+
+
+def test_weighted_pearson_and_kish():
+    rng = np.random.default_rng(10)
+    A, Y, w = rng.normal(size=(30, 3)), rng.normal(size=(30, 3)), rng.uniform(0.1, 3, 30)
+    r, z, bad = batch.weighted_pearson_atanh(A, Y, w, 0.9999, 1e-15)
+    for b in range(3):
+        c = np.cov(A[:, b], Y[:, b], aweights=w)
+        assert r[b] == pytest.approx(c[0, 1] / np.sqrt(c[0, 0] * c[1, 1]), abs=1e-12)
+    assert not bad.any() and np.allclose(z, np.arctanh(r))
+    assert batch.kish(np.ones(40)) == 40 and batch.kish(np.array([1.0, 0, 0, 1])) == 2
+    g = gate.check(rng.normal(size=(40, 6)), np.where(np.arange(40) < 5, 20.0, 1.0))
+    assert g.fired and "Kish n_eff" in g.reason and g.n_eff == pytest.approx(135**2 / 2035)
