@@ -90,7 +90,8 @@ def _parse_ks(text: str | None) -> list[int]:
         raise UsageError("-k/--components is required: pre-specify K (e.g. -k 3, or -k 1,2,3 for separate tests)")
     if text.strip().lower() == "auto":
         raise UsageError(
-            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3)"
+            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3), "
+            "or explore with --select-k KMAX (its p-values are not valid)"
         )
     try:
         ks = [int(part) for part in text.split(",") if part.strip()]
@@ -203,6 +204,13 @@ def _refuse_existing(paths, force: bool) -> None:
     metavar="COL|W.npy",
     help="Observation weights (a column, an NPZ array or a .npy); Kish n_eff must be >= 25.",
 )
+@click.option(
+    "--select-k",
+    type=int,
+    default=None,
+    metavar="KMAX",
+    help="EXPLORATORY: choose K in 1..KMAX by CV (one-sigma rule) on the same data; p-values not valid.",
+)
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="Test(s) to run.")
 @click.option("--splits", type=int, default=50, show_default=True, help="Random 50/50 splits J (nb, nb-perm).")
 @click.option("--perms", type=int, default=1000, show_default=True, help="Permutations B (nb-perm, cvq2-perm).")
@@ -243,7 +251,7 @@ def _refuse_existing(paths, force: bool) -> None:
     "verbose",
     formats=("jsonl", "table"),
 )
-def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights, method, splits, perms, folds,
+def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights, select_k, method, splits, perms, folds,
           segments, jack_center, directions, spca_keep, rotate, kaiser, force_nb, alpha, fail_if_reject,
           per_split_path, null_path, loadings_path, coef_path, **_):  # fmt: skip
     """Test H0: y is unrelated to the K-component PLS subspace of X (one JSON line per method and K).
@@ -262,6 +270,11 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
     weighted Pearson r / PRESS on the held-out rows; NB's variance correction uses the
     Kish effective sizes of the halves, and gate.n_eff is the Kish n_eff (sum w)^2 / sum w^2,
     which must be >= 25. Permutations move y; the weights stay with the rows of X.
+
+    --select-k KMAX is exploratory only: K is chosen in 1..KMAX by F-fold CV (smallest
+    K within one standard error of the lowest CV error, R pls::selectNcomp 'onesigma')
+    on the same rows, then tested. Selection on the same data biases p-values low: every
+    row then has exploratory: true, a selection record with the warning, and stderr says so.
 
     \b
     EXAMPLES
@@ -289,12 +302,14 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
     _refuse_existing(outputs, run.force)
     if null_path and io.format_from_path(null_path, None, "npy") not in ("npy", "npz"):
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
+    if select_k is not None and ks is not None:
+        raise UsageError("pass either -k/--components or --select-k, not both")
     k_list = _parse_ks(ks) if ks is not None else None
     with _limit_threads(run):
         design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
         for message in design.warnings:
             warn(PROG, message)
-        k_list = k_list or _parse_ks(ks)
+        k_list = k_list or ([] if select_k is not None else _parse_ks(ks))
         kind, W = _directions(directions, run)
         if perms < 99 and method in ("nb-perm", "all", "cvq2-perm"):
             warn(PROG, f"--perms {perms} < 99: the p-value floor 1/(B+1) = {1 / (perms + 1):.3g} is too coarse")
@@ -313,6 +328,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
             jack_center=jack_center,
             # auto stays on the CPU: the CuPy twins have not been validated on a device yet
             device="cpu" if run.params.get("device") == "auto" else run.device(),
+            select_k=select_k,
         )
         for K in k_list:
             api.check_k(design, K, options)
@@ -329,6 +345,13 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
             )
         with run.progress() as progress:
             results = api.run(design, k_list, options, progress)
+        if select_k is not None:
+            chosen = results[0].selection
+            warn(
+                PROG,
+                f"--select-k chose K = {chosen['chosen']} of 1..{chosen['k_max']} (CV one-sigma). {chosen['warning']}",
+            )
+            k_list = [chosen["chosen"]]
         loadings = {K: api.loadings(design, K, options) for K in k_list} if loadings_path else None
     _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path)
     rows = [r.to_dict() for r in results]

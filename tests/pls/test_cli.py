@@ -193,3 +193,13 @@ def test_weights_column_is_not_in_x_and_unit_weights_change_nothing(run_cli, sim
     frame.assign(wt=np.where(np.arange(len(frame)) < 10, 4.0, 1.0)).to_csv(skewed, index=False)
     row = _rows(run_cli(["pls-test", "test", skewed, "--weights", "wt", "-k", "2", *FAST]))[0]
     assert row["gate"]["n_eff"] == pytest.approx(90**2 / 210)  # 10 rows of 4, 50 of 1
+
+
+def test_select_k_is_loud_and_exclusive_with_k(run_cli, one_line_error, sim_csv):
+    proc = run_cli(["pls-test", "test", sim_csv, "--select-k", "4", *FAST])
+    row = _rows(proc)[0]
+    assert row["exploratory"] is True and row["k"] == row["selection"]["chosen"] <= 4
+    assert "NOT valid" in row["selection"]["warning"] and "NOT valid" in proc.stderr.decode()
+    plain = _rows(run_cli(["pls-test", "test", sim_csv, "-k", "2", *FAST]))[0]
+    assert plain["exploratory"] is False and plain["selection"] is None
+    one_line_error(run_cli(["pls-test", "test", sim_csv, "-k", "2", "--select-k", "4"]), "pls-test", "not both")

@@ -220,3 +220,32 @@ def test_weighted_pearson_and_kish():
     assert batch.kish(np.ones(40)) == 40 and batch.kish(np.array([1.0, 0, 0, 1])) == 2
     g = gate.check(rng.normal(size=(40, 6)), np.where(np.arange(40) < 5, 20.0, 1.0))
     assert g.fired and "Kish n_eff" in g.reason and g.n_eff == pytest.approx(135**2 / 2035)
+
+
+def test_select_k_equals_naive_sklearn_cv_and_marks_rows_exploratory():
+    from methodkit.tools.pls import select
+
+    d = _design(n=80, p=20, snr=1.0)
+    folds = methods.draw_folds(d.n, 5, np.random.default_rng(3))
+    sel = select.select_k(d.X, d.y, 6, folds, batch.operations())
+    mse = np.zeros((5, 6))
+    press_total = np.zeros(6)
+    total = 0.0
+    for f, te in enumerate(folds):
+        tr = np.setdiff1d(np.arange(d.n), te)
+        mu, sd = d.y[tr].mean(), d.y[tr].std(ddof=1)
+        total += (((d.y[te] - mu) / sd) ** 2).sum()
+        for k in range(1, 7):
+            pred = PLSRegression(k, scale=True).fit(d.X[tr], d.y[tr]).predict(d.X[te]).ravel()
+            press = (((pred - d.y[te]) / sd) ** 2).sum()
+            mse[f, k - 1] = press / len(te)
+            press_total[k - 1] += press
+    np.testing.assert_allclose(sel.cv_mse, mse.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(sel.q2, 1 - press_total / total, rtol=1e-9)
+    mean, se = mse.mean(axis=0), mse.std(axis=0, ddof=1) / np.sqrt(5)
+    assert sel.chosen == 1 + np.flatnonzero(mean <= mean.min() + se[np.argmin(mean)])[0]
+    rows = api.run(d, [], api.Options(method="nb", force_nb=True, select_k=6, splits=10))
+    assert [r.k for r in rows] == [rows[0].selection["chosen"]] and rows[0].exploratory
+    assert "NOT valid" in rows[0].selection["warning"]
+    with pytest.raises(UsageError, match="--select-k must be >= 1"):
+        api.run(d, [], api.Options(select_k=0))

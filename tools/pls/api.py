@@ -10,7 +10,7 @@ import numpy as np
 
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import silent
-from methodkit.tools.pls import batch, fused, gate, methods
+from methodkit.tools.pls import batch, fused, gate, methods, select
 from methodkit.tools.pls.data import Design
 from methodkit.tools.pls.rotation import varimax
 
@@ -33,6 +33,7 @@ class Options:
     segments: int | None = None  # jackknife: None = delete-one
     jack_center: str = "mean"
     device: str = "cpu"
+    select_k: int | None = None  # exploratory: choose K <= this by CV (one-sigma); invalidates p-values
 
 
 @dataclass
@@ -71,6 +72,8 @@ class TestResult:
     version: str = ""
     target: str = ""
     source: str = ""
+    exploratory: bool = False  # K was selected on the same data (--select-k)
+    selection: dict | None = None
     # files the CLI may write on request (not part of the JSON row)
     per_split: list | None = field(default=None, repr=False)
     null: np.ndarray | None = field(default=None, repr=False)
@@ -126,7 +129,11 @@ def check_k(design: Design, K: int, options: Options) -> None:
 
 
 def run(design: Design, ks: list[int], options: Options, progress=silent) -> list[TestResult]:
-    """Every requested test at every K (separate tests, not a selection)."""
+    """Every requested test at every K (separate tests, not a selection), or at a CV-selected K (exploratory)."""
+    selection = None
+    if options.select_k is not None:
+        selection = choose_k(design, options)
+        ks = [selection.chosen]
     for K in ks:
         check_k(design, K, options)
     gate_state = gate.check(design.X, design.w)
@@ -134,12 +141,30 @@ def run(design: Design, ks: list[int], options: Options, progress=silent) -> lis
     for K in ks:
         for method, requested in plan_methods(options.method, gate_state, options.force_nb):
             results.append(_one(design, K, method, requested, gate_state, options, progress))
+    if selection is not None:
+        for res in results:
+            res.exploratory = True
+            res.selection = selection.to_dict()
     return results
+
+
+def choose_k(design: Design, options: Options) -> select.Selection:
+    """--select-k: the one-sigma CV choice of K in 1..select_k (own folds stream; exploratory)."""
+    k_max = options.select_k
+    if k_max < 1:
+        raise UsageError(f"--select-k must be >= 1, got {k_max}")
+    if options.directions.kind != "pls":
+        raise UsageError("--select-k works with --directions pls only")
+    k_max = min(k_max, design.n - 5, design.p)
+    if not 2 <= options.folds <= design.n:
+        raise UsageError(f"--folds must be between 2 and n = {design.n}, got {options.folds}")
+    folds = methods.draw_folds(design.n, options.folds, _streams(options.seed)["select"])
+    return select.select_k(design.X, design.y, k_max, folds, batch.operations(options.device), design.w)
 
 
 def _streams(seed: int) -> dict[str, np.random.Generator]:
     """Independent generators per component, so a method's numbers do not depend on which others ran."""
-    names = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife")
+    names = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife", "select")
     children = np.random.SeedSequence(seed).spawn(len(names))
     return {name: np.random.default_rng(c) for name, c in zip(names, children)}
 
