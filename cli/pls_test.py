@@ -495,19 +495,31 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Test level.")
 @click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
 @click.option("--summary", "summary_path", default=None, metavar="JSON", help="Write n for 80% power per method.")
+@click.option(
+    "--scheduler",
+    default="sync",
+    show_default=True,
+    metavar="sync|local|ADDRESS",
+    help="Run replications in a plain loop, on a Dask LocalCluster, or on a Dask scheduler (host:port).",
+)
+@click.option("--workers", type=int, default=2, show_default=True, help="Worker processes of --scheduler local.")
 @common_options("output", "format", "seed", "threads", "force", "meta", "quiet", "verbose")
 def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, reps, method_list, k, splits, perms,
-          folds, alpha, force_nb, summary_path, **_):  # fmt: skip
+          folds, alpha, force_nb, summary_path, scheduler, workers, **_):  # fmt: skip
     """Size/power curves: rejection rate per method and n (one CSV row each).
 
     Each replication draws fresh data (a simulated geometry, or a row subsample of
-    --data, with y permuted under --null) and runs every method on it.
+    --data, with y permuted under --null) and runs every method on it. Replications
+    are independent Dask tasks with --scheduler local (a LocalCluster of --workers
+    processes) or --scheduler host:port (a running cluster); each draws everything from
+    its own seed, so the curves equal the --scheduler sync ones for the same --seed.
 
     \b
     EXAMPLES
       pls-test power --geometry toeplitz0.5 -n 40,60,80,100,120 --reps 200 --summary n80.json
       pls-test power --geometry iid --null -n 40,100 --methods nb,nb-perm --reps 500
       pls-test power --data builtin:tecator:fat -k 3 --null -n 100 --reps 50 --force-nb
+      pls-test power --reps 500 --scheduler local --workers 8 --summary n80.json
 
     \b
     EXIT STATUS
@@ -535,6 +547,8 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
         raise UsageError(
             f"--methods: unknown {', '.join(unknown) or '(none)'}; choose from nb, nb-perm, cvq2-perm, jackknife"
         )
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
     with _limit_threads(run):
         design = None
         if data_source:
@@ -542,7 +556,9 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
         scenario = power_mod.Scenario(geometry, p, active, snr, design, null)
         options = api.Options(splits=splits, perms=perms, folds=folds, seed=run.seed, alpha=alpha, force_nb=force_nb)
         with run.progress() as progress:
-            points = power_mod.curves(scenario, ns, chosen, k, reps, options, progress)
+            points = power_mod.curves(
+                scenario, ns, chosen, k, reps, options, progress, scheduler=scheduler, workers=workers
+            )
     frame = pd.DataFrame([vars(pt) for pt in points])
     if summary_path:
         n80 = {m: power_mod.n_for_power(points, m) for m in chosen}

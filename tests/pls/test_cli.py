@@ -203,3 +203,31 @@ def test_select_k_is_loud_and_exclusive_with_k(run_cli, one_line_error, sim_csv)
     plain = _rows(run_cli(["pls-test", "test", sim_csv, "-k", "2", *FAST]))[0]
     assert plain["exploratory"] is False and plain["selection"] is None
     one_line_error(run_cli(["pls-test", "test", sim_csv, "-k", "2", "--select-k", "4"]), "pls-test", "not both")
+
+
+@pytest.mark.slow  # starts two worker processes: ~40 s on a loaded 2-core machine
+def test_power_local_cluster_equals_sync(run_cli, tmp_path):
+    pytest.importorskip("distributed", reason="dask[distributed] comes with methodkit[pls]")
+    args = [
+        "pls-test",
+        "power",
+        "-p",
+        "10",
+        "--snr",
+        "0.5",
+        "-n",
+        "30",
+        "--reps",
+        "4",
+        "--splits",
+        "8",
+        "--perms",
+        "29",
+    ]
+    args += ["--methods", "nb,cvq2-perm", "--seed", "4"]
+    for name, extra in (("a.csv", []), ("b.csv", ["--scheduler", "local", "--workers", "2"])):
+        proc = run_cli([*args, *extra, "-o", tmp_path / name])
+        assert proc.returncode == 0, proc.stderr.decode()
+    sync, dask = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
+    cols = ["method", "n", "reps", "rejected", "power", "mean_fits"]
+    pd.testing.assert_frame_equal(sync[cols], dask[cols])

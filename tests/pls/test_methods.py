@@ -249,3 +249,17 @@ def test_select_k_equals_naive_sklearn_cv_and_marks_rows_exploratory():
     assert "NOT valid" in rows[0].selection["warning"]
     with pytest.raises(UsageError, match="--select-k must be >= 1"):
         api.run(d, [], api.Options(select_k=0))
+
+
+def test_power_on_dask_equals_serial_for_the_same_seed():
+    pytest.importorskip("distributed", reason="dask[distributed] comes with methodkit[pls]")
+    from methodkit.tools.pls import power
+
+    scenario = power.Scenario("toeplitz0.5", 15, 3, 0.5)
+    options = api.Options(splits=8, perms=29, seed=11)
+    args = (scenario, [30, 45], ["nb", "cvq2-perm"], 2, 5, options)
+    serial = power.curves(*args)
+    dask = power.curves(*args, scheduler="local", workers=2, processes=False)
+    key = [(p.method, p.n, p.rejected, p.mean_fits) for p in serial]
+    assert key == [(p.method, p.n, p.rejected, p.mean_fits) for p in dask]
+    assert 0 < sum(p.rejected for p in serial) < 20  # not all-or-nothing: the comparison can fail
