@@ -179,3 +179,25 @@ def test_fused_observed_pass_equals_split_by_split(K):
         assert loop.truncated.all() and 0 < loop.degenerate.sum() < 40
     else:
         assert loop.dropped.min() >= 1 and not loop.degenerate.any()
+
+
+def test_device_path_with_numpy_twins_equals_numba_path(monkeypatch):
+    """api.run on device 'cuda' with the CuPy twins run by NumPy: every method, weighted too."""
+    from methodkit.tools.pls import api
+    from methodkit.tools.pls.data import from_arrays, with_weights
+    from methodkit.tools.pls.simulate import simulate
+
+    X, y = simulate("toeplitz0.5", 50, 10, snr=0.5, rng=np.random.default_rng(12))
+    real = batch.operations
+    monkeypatch.setattr(
+        batch, "operations", lambda device="cpu": batch.reference_operations() if device == "cuda" else real()
+    )
+    for w in (None, np.random.default_rng(1).uniform(0.5, 2, 50)):
+        d = from_arrays(X, y, "s") if w is None else with_weights(from_arrays(X, y, "s"), w, "w")
+        for K in (1, 3):
+            opts = dict(method="all", force_nb=True, splits=6, perms=19, segments=5, rotate="varimax", seed=1)
+            cpu = api.run(d, [K], api.Options(**opts))
+            dev = api.run(d, [K], api.Options(**opts, device="cuda"))
+            for a, b in zip(cpu, dev):
+                assert (a.method, a.pvalue) == (b.method, pytest.approx(b.pvalue, abs=1e-12))
+                assert a.statistic == pytest.approx(b.statistic, abs=1e-10)

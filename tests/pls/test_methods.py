@@ -247,6 +247,8 @@ def test_select_k_equals_naive_sklearn_cv_and_marks_rows_exploratory():
     rows = api.run(d, [], api.Options(method="nb", force_nb=True, select_k=6, splits=10))
     assert [r.k for r in rows] == [rows[0].selection["chosen"]] and rows[0].exploratory
     assert "NOT valid" in rows[0].selection["warning"]
+    plain = api.run(d, [2], api.Options(method="nb", force_nb=True, splits=10))[0].to_dict()
+    assert plain["exploratory"] is False and plain["selection"] is None
     with pytest.raises(UsageError, match="--select-k must be >= 1"):
         api.run(d, [], api.Options(select_k=0))
 
@@ -263,3 +265,15 @@ def test_power_on_dask_equals_serial_for_the_same_seed():
     key = [(p.method, p.n, p.rejected, p.mean_fits) for p in serial]
     assert key == [(p.method, p.n, p.rejected, p.mean_fits) for p in dask]
     assert 0 < sum(p.rejected for p in serial) < 20  # not all-or-nothing: the comparison can fail
+
+
+@pytest.mark.parametrize("geometry", ["iid", "onefactor", "toeplitz0.5", "spectrum"])
+def test_top_eigenvalue_equals_eigvalsh(geometry):
+    rng = np.random.default_rng(13)
+    if geometry == "spectrum":  # NIR-like: one dominant direction (power iteration returns early)
+        X = np.outer(rng.normal(size=120), np.linspace(1, 2, 60)) + 0.01 * rng.normal(size=(120, 60))
+    else:
+        X, _ = simulate(geometry, 120, 60, snr=0.0, rng=rng)
+    S = X.T @ X
+    assert gate.top_eigenvalue(S) == pytest.approx(np.linalg.eigvalsh(S)[-1], rel=1e-12)
+    assert gate.top_eigenvalue(np.zeros((4, 4))) == 0.0

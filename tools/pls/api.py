@@ -159,14 +159,28 @@ def choose_k(design: Design, options: Options) -> select.Selection:
     if not 2 <= options.folds <= design.n:
         raise UsageError(f"--folds must be between 2 and n = {design.n}, got {options.folds}")
     folds = methods.draw_folds(design.n, options.folds, _streams(options.seed)["select"])
-    return select.select_k(design.X, design.y, k_max, folds, batch.operations(options.device), design.w)
+    return select.select_k(design.X, design.y, k_max, folds, batch.operations("cpu"), design.w)  # K_max fits
 
 
-def _streams(seed: int) -> dict[str, np.random.Generator]:
-    """Independent generators per component, so a method's numbers do not depend on which others ran."""
-    names = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife", "select")
-    children = np.random.SeedSequence(seed).spawn(len(names))
-    return {name: np.random.default_rng(c) for name, c in zip(names, children)}
+class _Streams(dict):
+    """Independent generators per component, so a method's numbers do not depend on which others ran.
+
+    Made on first use (a run needs one or two of them).
+    """
+
+    NAMES = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife", "select")
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.children = dict(zip(self.NAMES, np.random.SeedSequence(seed).spawn(len(self.NAMES))))
+
+    def __missing__(self, name: str) -> np.random.Generator:
+        self[name] = rng = np.random.default_rng(self.children[name])
+        return rng
+
+
+def _streams(seed: int) -> _Streams:
+    return _Streams(seed)
 
 
 def _one(design, K, method, requested, gate_state, options, progress) -> TestResult:
@@ -197,7 +211,7 @@ def _one(design, K, method, requested, gate_state, options, progress) -> TestRes
     elif method == "cvq2-perm":
         _cvq2(res, X, y, w, K, options, ops, rng, progress)
     else:
-        _jack(res, X, y, w, K, options, ops, rng, progress)
+        _jack(res, X, y, w, K, options, batch.operations("cpu"), rng, progress)  # n small refits: CPU
     res.reject = bool(res.pvalue <= options.alpha)
     res.seconds = time.perf_counter() - started
     return res
@@ -268,7 +282,7 @@ def _split_methods(res, X, y, w, K, method, options, ops, rng, progress):
         res.failed_permutations = outcome.failed
         res.n_fits = J * (B + 1)
     if options.rotate == "varimax":
-        _rotate_splits(res, X, y, w, K, splits, observed, options, ops, nb, method)
+        _rotate_splits(res, X, y, w, K, splits, observed, options, batch.operations("cpu"), nb, method)
 
 
 def _half_sizes(splits: methods.Splits, w) -> tuple[float, float]:
@@ -342,7 +356,7 @@ def _cvq2(res, X, y, w, K, options, ops, rng, progress):
     res.basis = q.W[0]
     if options.rotate == "varimax":
         rotated = [varimax(W.T, options.kaiser)[0].T for W in q.W]
-        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, ops, w)
+        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, batch.operations("cpu"), w)
         res.rotation_delta = float(abs(q2_rot - res.q2))
         _require_invariance(res.rotation_delta)
 

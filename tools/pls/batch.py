@@ -54,6 +54,7 @@ def _table(module) -> dict:
         "sum_squares_columns",
         "train_moments",
         "heldout_corr",
+        "lanczos_all_splits",
     )
     return {name: getattr(module, name) for name in names}
 
@@ -105,8 +106,8 @@ def standardize_split(X: np.ndarray, train: np.ndarray, test: np.ndarray, xp=np,
 def standardize_y(split: StandardSplit, Ytr, Yte, ops, min_sd: float = 1e-12):
     """Standardise y columns with their train moments (weighted with the split's w; train rows x sqrt(w))."""
     xp = ops.xp
-    Ytr = xp.ascontiguousarray(Ytr)
-    Yte = xp.ascontiguousarray(Yte)
+    Ytr = xp.ascontiguousarray(xp.asarray(Ytr))
+    Yte = xp.ascontiguousarray(xp.asarray(Yte))
     if split.w_tr is None:
         return ops.standardize_columns(Ytr, Yte, min_sd)
     w = split.w_tr

@@ -43,19 +43,16 @@ def observed_pass(X: np.ndarray, y: np.ndarray, splits: Splits, K: int, ops) -> 
     sdy = ytr.std(axis=1, ddof=1)
     flat = sdy < FLAT_Y
     Ys = (yd[:, None] - ytr.mean(axis=1)) / xp.where(flat, 1.0, sdy)  # n x J, train-standardised
-    W = xp.zeros((K, p, J))
-    U = xp.zeros((K, n, J))
-    ranks = np.full(J, K)
-    exhausted = np.zeros(J, dtype=bool)
-    R = mask * Ys
-    for k in range(K):
-        V = xp.ascontiguousarray(inv * (Xc.T @ R - mu_c * R.sum(axis=0)))
-        ex = batch._host(ops.orthonormalize_step(V, W, k, batch.EXHAUSTED_TOL))
-        ranks[ex & ~exhausted] = k
-        exhausted |= ex
-        A = inv * W[k]
-        U[k] = Xc @ A - (mu_c * A).sum(axis=0)
-        R = mask * U[k]
+    W, U, ranks = ops.lanczos_all_splits(
+        xp.ascontiguousarray(Xc),
+        xp.ascontiguousarray(mu_c),
+        xp.ascontiguousarray(inv),
+        mask,
+        Ys,
+        K,
+        batch.EXHAUSTED_TOL,
+    )
+    ranks = batch._host(ranks)
     r, z, bad, r2 = (
         batch._host(a)
         for a in ops.heldout_corr(U, xp.ascontiguousarray(Ys), train, test, batch.RCOND, batch.CLIP, batch.MIN_VAR)

@@ -304,3 +304,39 @@ def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
         r[j] = rho
         z[j] = np.arctanh(rho)
     return r, z, bad, r2
+
+
+@njit(cache=True)
+def lanczos_all_splits(Xc, mu_c, inv, mask, Ys, K, tol):
+    """PLS1 bases of every split at once (the NB pass): W (K x p x J), scores U (K x n x J), ranks (J).
+
+    Split j is the 0/1 train mask column mask[:, j]; its standardised X is (Xc - mu_c[:, j]) * inv[:, j].
+    Each step is one GEMM X'(mask * u) and one GEMM X (inv * w) over all splits (BLAS), the
+    per-column algebra in between is loops; see fused.py for the identities.
+    """
+    n, p = Xc.shape
+    J = mask.shape[1]
+    W = np.zeros((K, p, J))
+    U = np.zeros((K, n, J))
+    ranks = np.full(J, K)
+    XcT = Xc.T
+    R = mask * Ys
+    for k in range(K):
+        G = XcT @ R
+        colsum = R.sum(axis=0)
+        V = np.empty((p, J))
+        for c in range(p):
+            for j in range(J):
+                V[c, j] = inv[c, j] * (G[c, j] - mu_c[c, j] * colsum[j])
+        ex = orthonormalize_step(V, W, k, tol)
+        for j in range(J):
+            if ex[j] and ranks[j] == K:
+                ranks[j] = k
+        A = inv * W[k]
+        H = Xc @ A
+        shift = (mu_c * A).sum(axis=0)
+        for i in range(n):
+            for j in range(J):
+                U[k, i, j] = H[i, j] - shift[j]
+                R[i, j] = mask[i, j] * U[k, i, j]
+    return W, U, ranks

@@ -98,3 +98,21 @@ def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
     press, total = sum_squares_columns(yhat, yte)
     r, z, bad = pearson_atanh(yhat, yte, clip, min_var)
     return r, z, bad, 1.0 - press / xp.maximum(total, 1e-300)
+
+
+def lanczos_all_splits(Xc, mu_c, inv, mask, Ys, K, tol):
+    xp = _xp(Xc)
+    n, p = Xc.shape
+    J = mask.shape[1]
+    W = xp.zeros((K, p, J))
+    U = xp.zeros((K, n, J))
+    ranks = xp.full(J, K)
+    R = mask * Ys
+    for k in range(K):
+        V = xp.ascontiguousarray(inv * (Xc.T @ R - mu_c * R.sum(axis=0)))
+        ex = orthonormalize_step(V, W, k, tol)
+        ranks = xp.where(ex & (ranks == K), k, ranks)
+        A = inv * W[k]
+        U[k] = Xc @ A - (mu_c * A).sum(axis=0)
+        R = mask * U[k]
+    return W, U, ranks
