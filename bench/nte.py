@@ -58,7 +58,9 @@ def main():
     print("case  size  ours_s  ref_s  ratio")
     print(f"encode_vs_torch_unfold_fold  {n}  {ours:.4f}  {ref_torch:.4f}  {ref_torch / ours:.2f}")
     print(f"encode_vs_python_loop  {n}  {ours:.4f}  {ref_loop:.4f}  {ref_loop / ours:.2f}")
-    print(f"# max |ours - numpy loop| = {np.abs(out - loop_out).max():.2e}, |ours - torch| = {np.abs(out - torch_out).max():.2e}")
+    print(
+        f"# max |ours - numpy loop| = {np.abs(out - loop_out).max():.2e}, |ours - torch| = {np.abs(out - torch_out).max():.2e}"
+    )
 
     m = 60_000
     images = rng.random((m, 1, 28, 28))

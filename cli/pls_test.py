@@ -90,7 +90,8 @@ def _parse_ks(text: str | None) -> list[int]:
         raise UsageError("-k/--components is required: pre-specify K (e.g. -k 3, or -k 1,2,3 for separate tests)")
     if text.strip().lower() == "auto":
         raise UsageError(
-            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3)"
+            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3), "
+            "or explore with --select-k KMAX (its p-values are not valid)"
         )
     try:
         ks = [int(part) for part in text.split(",") if part.strip()]
@@ -101,8 +102,22 @@ def _parse_ks(text: str | None) -> list[int]:
     return ks
 
 
-def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna):
-    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
+def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights=None):
+    """DATA (+ --weights COL or W.npy) as a checked design."""
+    from methodkit.core import io
+    from methodkit.tools.pls import data
+
+    from_file = weights is not None and weights.endswith(".npy")
+    column = None if weights is None or from_file else weights
+    design = _read_design(run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, column)
+    if from_file:
+        w = io.read_arrays(run.input_bytes(weights))
+        design = data.with_weights(design, next(iter(w.values())), f"--weights {weights}")
+    return design
+
+
+def _read_design(run: Run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights):
+    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y[, weights key]), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
     from methodkit.core import io
     from methodkit.core.errors import DataError, UsageError
     from methodkit.tools.pls import data, sources
@@ -110,7 +125,13 @@ def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_no
     if source.startswith("builtin:"):
         frame, target, x_glob = sources.builtin(source, target, x_glob, x_range)
         return data.from_frame(
-            frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+            frame,
+            target,
+            x_glob=x_glob,
+            x_range=x_range,
+            drop_nonnumeric=drop_nonnumeric,
+            dropna=dropna,
+            weights=weights,
         )
     kind = io.format_from_path(source, run.params.get("in_format"), "csv") if source != "-" else None
     if kind in ("npz", "npy"):
@@ -119,14 +140,21 @@ def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_no
             missing = [k for k in ("X", "y") if k not in arrays]
             if missing:
                 raise DataError(f"{source}: NPZ needs arrays 'X' and 'y' (has: {', '.join(arrays) or 'none'})")
-            return data.from_arrays(arrays["X"], arrays["y"], source)
+            design = data.from_arrays(arrays["X"], arrays["y"], source)
+            if weights is not None:
+                if weights not in arrays:
+                    raise DataError(f"--weights {weights}: no array '{weights}' in {source} (has: {', '.join(arrays)})")
+                design = data.with_weights(design, arrays[weights], f"--weights {weights}")
+            return design
+        if weights is not None:
+            raise UsageError(f"--weights {weights}: with an .npy X pass the weights as W.npy")
         if not y_path:
             raise UsageError(f"{source}: an .npy X needs its y: pass --y Y.npy")
         y_arrays = io.read_arrays(run.input_bytes(y_path))
         return data.from_arrays(arrays["arr_0"], next(iter(y_arrays.values())), source)
     frame = run.read_table(source)
     return data.from_frame(
-        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna
+        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna, weights=weights
     )
 
 
@@ -170,6 +198,19 @@ def _refuse_existing(paths, force: bool) -> None:
 @click.option("--y", "y_path", default=None, metavar="PATH", help="y as .npy when INPUT is an X .npy.")
 @click.option("--drop-nonnumeric", is_flag=True, help="Drop non-numeric X columns instead of failing.")
 @click.option("--dropna", is_flag=True, help="Drop rows with NaN/inf instead of failing.")
+@click.option(
+    "--weights",
+    default=None,
+    metavar="COL|W.npy",
+    help="Observation weights (a column, an NPZ array or a .npy); Kish n_eff must be >= 25.",
+)
+@click.option(
+    "--select-k",
+    type=int,
+    default=None,
+    metavar="KMAX",
+    help="EXPLORATORY: choose K in 1..KMAX by CV (one-sigma rule) on the same data; p-values not valid.",
+)
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="Test(s) to run.")
 @click.option("--splits", type=int, default=50, show_default=True, help="Random 50/50 splits J (nb, nb-perm).")
 @click.option("--perms", type=int, default=1000, show_default=True, help="Permutations B (nb-perm, cvq2-perm).")
@@ -210,7 +251,7 @@ def _refuse_existing(paths, force: bool) -> None:
     "verbose",
     formats=("jsonl", "table"),
 )
-def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, method, splits, perms, folds,
+def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights, select_k, method, splits, perms, folds,
           segments, jack_center, directions, spca_keep, rotate, kaiser, force_nb, alpha, fail_if_reject,
           per_split_path, null_path, loadings_path, coef_path, **_):  # fmt: skip
     """Test H0: y is unrelated to the K-component PLS subspace of X (one JSON line per method and K).
@@ -223,6 +264,17 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
 
     --directions fixed:W.npy takes p x K directions in the units of X's columns,
     learned on independent data (directions learned on the same rows invalidate the test).
+
+    --weights gives observation weights (survey or frequency weights): weighted train
+    moments, PLS and the OLS refit on sqrt(w)-scaled train rows (weighted least squares),
+    weighted Pearson r / PRESS on the held-out rows; NB's variance correction uses the
+    Kish effective sizes of the halves, and gate.n_eff is the Kish n_eff (sum w)^2 / sum w^2,
+    which must be >= 25. Permutations move y; the weights stay with the rows of X.
+
+    --select-k KMAX is exploratory only: K is chosen in 1..KMAX by F-fold CV (smallest
+    K within one standard error of the lowest CV error, R pls::selectNcomp 'onesigma')
+    on the same rows, then tested. Selection on the same data biases p-values low: every
+    row then has exploratory: true, a selection record with the warning, and stderr says so.
 
     \b
     EXAMPLES
@@ -250,12 +302,14 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
     _refuse_existing(outputs, run.force)
     if null_path and io.format_from_path(null_path, None, "npy") not in ("npy", "npz"):
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
+    if select_k is not None and ks is not None:
+        raise UsageError("pass either -k/--components or --select-k, not both")
     k_list = _parse_ks(ks) if ks is not None else None
     with _limit_threads(run):
-        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna)
+        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
         for message in design.warnings:
             warn(PROG, message)
-        k_list = k_list or _parse_ks(ks)
+        k_list = k_list or ([] if select_k is not None else _parse_ks(ks))
         kind, W = _directions(directions, run)
         if perms < 99 and method in ("nb-perm", "all", "cvq2-perm"):
             warn(PROG, f"--perms {perms} < 99: the p-value floor 1/(B+1) = {1 / (perms + 1):.3g} is too coarse")
@@ -274,6 +328,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
             jack_center=jack_center,
             # auto stays on the CPU: the CuPy twins have not been validated on a device yet
             device="cpu" if run.params.get("device") == "auto" else run.device(),
+            select_k=select_k,
         )
         for K in k_list:
             api.check_k(design, K, options)
@@ -282,7 +337,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
                 PROG,
                 "fixed directions must come from independent data; directions learned on these rows invalidate the test",
             )
-        gate_state = api.gate.check(design.X)
+        gate_state = api.gate.check(design.X, design.w)
         if gate_state.fired and method in ("auto", "nb", "all") and not force_nb:
             warn(
                 PROG,
@@ -290,6 +345,13 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, m
             )
         with run.progress() as progress:
             results = api.run(design, k_list, options, progress)
+        if select_k is not None:
+            chosen = results[0].selection
+            warn(
+                PROG,
+                f"--select-k chose K = {chosen['chosen']} of 1..{chosen['k_max']} (CV one-sigma). {chosen['warning']}",
+            )
+            k_list = [chosen["chosen"]]
         loadings = {K: api.loadings(design, K, options) for K in k_list} if loadings_path else None
     _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path)
     rows = [r.to_dict() for r in results]
@@ -433,19 +495,31 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Test level.")
 @click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
 @click.option("--summary", "summary_path", default=None, metavar="JSON", help="Write n for 80% power per method.")
+@click.option(
+    "--scheduler",
+    default="sync",
+    show_default=True,
+    metavar="sync|local|ADDRESS",
+    help="Run replications in a plain loop, on a Dask LocalCluster, or on a Dask scheduler (host:port).",
+)
+@click.option("--workers", type=int, default=2, show_default=True, help="Worker processes of --scheduler local.")
 @common_options("output", "format", "seed", "threads", "force", "meta", "quiet", "verbose")
 def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, reps, method_list, k, splits, perms,
-          folds, alpha, force_nb, summary_path, **_):  # fmt: skip
+          folds, alpha, force_nb, summary_path, scheduler, workers, **_):  # fmt: skip
     """Size/power curves: rejection rate per method and n (one CSV row each).
 
     Each replication draws fresh data (a simulated geometry, or a row subsample of
-    --data, with y permuted under --null) and runs every method on it.
+    --data, with y permuted under --null) and runs every method on it. Replications
+    are independent Dask tasks with --scheduler local (a LocalCluster of --workers
+    processes) or --scheduler host:port (a running cluster); each draws everything from
+    its own seed, so the curves equal the --scheduler sync ones for the same --seed.
 
     \b
     EXAMPLES
       pls-test power --geometry toeplitz0.5 -n 40,60,80,100,120 --reps 200 --summary n80.json
       pls-test power --geometry iid --null -n 40,100 --methods nb,nb-perm --reps 500
       pls-test power --data builtin:tecator:fat -k 3 --null -n 100 --reps 50 --force-nb
+      pls-test power --reps 500 --scheduler local --workers 8 --summary n80.json
 
     \b
     EXIT STATUS
@@ -473,6 +547,8 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
         raise UsageError(
             f"--methods: unknown {', '.join(unknown) or '(none)'}; choose from nb, nb-perm, cvq2-perm, jackknife"
         )
+    if workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
     with _limit_threads(run):
         design = None
         if data_source:
@@ -480,7 +556,9 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
         scenario = power_mod.Scenario(geometry, p, active, snr, design, null)
         options = api.Options(splits=splits, perms=perms, folds=folds, seed=run.seed, alpha=alpha, force_nb=force_nb)
         with run.progress() as progress:
-            points = power_mod.curves(scenario, ns, chosen, k, reps, options, progress)
+            points = power_mod.curves(
+                scenario, ns, chosen, k, reps, options, progress, scheduler=scheduler, workers=workers
+            )
     frame = pd.DataFrame([vars(pt) for pt in points])
     if summary_path:
         n80 = {m: power_mod.n_for_power(points, m) for m in chosen}

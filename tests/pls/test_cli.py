@@ -91,6 +91,10 @@ def test_same_seed_same_bytes(run_cli, sim_csv):
         ("x1,s,y\n1,a,1\n2,b,0\n", ["-k", "1"], ["non-numeric column(s) 's'", "--drop-nonnumeric"]),
         ("x1,x2\n1,2\n", ["-k", "1"], ["no --target given"]),
         ("x1,x2,z\n1,2,3\n", ["-k", "1", "--target", "q"], ["column 'q' not found", "--target"]),
+        ("x1,x2,w,y\n" + "".join(f"{i},{i * i % 7},{-1 if i == 3 else 1},{i % 5}\n" for i in range(30)),
+         ["-k", "1", "--weights", "w"], ["--weights column 'w': weight of row 3 is negative (-1)"]),
+        ("x1,x2,w,y\n" + "".join(f"{i},{i * i % 7},{100 if i < 2 else 1},{i % 5}\n" for i in range(30)),
+         ["-k", "1", "--weights", "w"], ["Kish effective n = 2.6 < 25"]),
     ],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(run_cli, one_line_error, tmp_path, content, args, fragments):
@@ -172,3 +176,50 @@ def test_head_is_quiet(shell):
     proc = shell("pls-test sim -n 3000 -p 20 | head -1")
     assert proc.returncode == 0 and proc.stderr == b""
     assert proc.stdout.decode().startswith("x1,x2")
+
+
+def test_weights_column_is_not_in_x_and_unit_weights_change_nothing(run_cli, sim_csv, tmp_path):
+    weighted = tmp_path / "w.csv"
+    pd.read_csv(sim_csv).assign(wt=3.0).to_csv(weighted, index=False)
+    args = ["-k", "2", "--method", "nb", *FAST, "--seed", "3"]
+    plain = _rows(run_cli(["pls-test", "test", sim_csv, *args]))[0]  # the all-splits pass (fused.py)
+    row = _rows(run_cli(["pls-test", "test", weighted, "--weights", "wt", *args]))[0]  # weighted split loop
+    assert row["p"] == 12 and row["gate"]["n_eff"] == pytest.approx(60)
+    assert plain["pvalue"] == pytest.approx(row["pvalue"], abs=1e-12)
+    assert plain["statistic"] == pytest.approx(row["statistic"], abs=1e-12)
+
+
+def test_select_k_is_loud_and_exclusive_with_k(run_cli, one_line_error, sim_csv):
+    proc = run_cli(["pls-test", "test", sim_csv, "--select-k", "4", *FAST])
+    row = _rows(proc)[0]
+    assert row["exploratory"] is True and row["k"] == row["selection"]["chosen"] <= 4
+    assert "NOT valid" in row["selection"]["warning"] and "NOT valid" in proc.stderr.decode()
+    one_line_error(run_cli(["pls-test", "test", sim_csv, "-k", "2", "--select-k", "4"]), "pls-test", "not both")
+
+
+@pytest.mark.slow  # starts two worker processes: ~40 s on a loaded 2-core machine
+def test_power_local_cluster_equals_sync(run_cli, tmp_path):
+    pytest.importorskip("distributed", reason="dask[distributed] comes with methodkit[pls]")
+    args = [
+        "pls-test",
+        "power",
+        "-p",
+        "10",
+        "--snr",
+        "0.5",
+        "-n",
+        "30",
+        "--reps",
+        "4",
+        "--splits",
+        "8",
+        "--perms",
+        "29",
+    ]
+    args += ["--methods", "nb,cvq2-perm", "--seed", "4"]
+    for name, extra in (("a.csv", []), ("b.csv", ["--scheduler", "local", "--workers", "2"])):
+        proc = run_cli([*args, *extra, "-o", tmp_path / name])
+        assert proc.returncode == 0, proc.stderr.decode()
+    sync, dask = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
+    cols = ["method", "n", "reps", "rejected", "power", "mean_fits"]
+    pd.testing.assert_frame_equal(sync[cols], dask[cols])

@@ -121,3 +121,83 @@ def test_rank_exhaustion_is_counted():
     split = batch.standardize_split(X, np.arange(20), np.arange(20, 40))
     out = batch.split_corr_batch(split, y[:20, None], y[20:, None], 5, batch.pls1_weights, batch.operations())
     assert out.truncated[0]
+
+
+def test_train_moments_and_heldout_corr_match_reference():
+    n, p, J, K = 40, 9, 7, 3
+    X = RNG.normal(size=(n, p)) * 3 + 5
+    X[:, 2] = 4.0  # constant: sd inf (dropped) on every split
+    orders = np.stack([RNG.permutation(n) for _ in range(J)])
+    train, test = np.sort(orders[:, :20], axis=1), np.sort(orders[:, 20:], axis=1)
+    mu1, sd1 = kernels.train_moments(X, train, 1e-12)
+    mu2, sd2 = kernels_xp.train_moments(X, train, 1e-12)
+    np.testing.assert_allclose(mu1, mu2, atol=1e-12)
+    np.testing.assert_allclose(sd1, sd2, rtol=1e-12)
+    assert np.all(np.isinf(sd1[2])) and np.isfinite(sd1[[0, 1, 3]]).all()
+    expected = X[train[0]].std(axis=0, ddof=1)
+    expected[2] = np.inf
+    np.testing.assert_allclose(sd1[:, 0], expected, rtol=1e-12)
+    U = RNG.normal(size=(K, n, J))
+    U[2, :, 1] = 0.0  # an exhausted score: zero coefficient
+    U[:, :, 4] = 0.0  # no scores at all: flat prediction, degenerate
+    Ys = RNG.normal(size=(n, J))
+    out1 = kernels.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
+    out2 = kernels_xp.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
+    for a, b in zip(out1, out2):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    assert out1[2][4] and not out1[2][[0, 1, 2, 3]].any()
+    beta = np.linalg.lstsq(U[:, train[0], 0].T, Ys[train[0], 0], rcond=None)[0]
+    assert out1[0][0] == pytest.approx(np.corrcoef(U[:, test[0], 0].T @ beta, Ys[test[0], 0])[0, 1], abs=1e-12)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_fused_observed_pass_equals_split_by_split(K):
+    from methodkit.tools.pls import fused, methods
+
+    n, p = 50, 12
+    rng = np.random.default_rng(K)
+    X = rng.normal(size=(n, p)) @ np.linalg.cholesky(0.5 ** np.abs(np.subtract.outer(range(p), range(p)))).T
+    X[:, 3] = 2.5  # zero-variance column: dropped on every train half
+    X[: n - 5, 7] = 1.0  # constant on most train halves, not all
+    y = X[:, 0] - X[:, 5] + rng.normal(size=n)
+    if K == 4:
+        X = rng.normal(size=(n, 2)) @ rng.normal(size=(2, p))  # rank 2: every split truncates at K = 4
+        y = np.where(np.arange(n) < 2, 1.0, 0.0)  # splits with both 1s on one side are flat there (degenerate)
+    splits = methods.draw_splits(n, K, 40, rng)
+    loop = methods.split_pass(X, y[:, None].copy(), splits, K, methods.Directions(), batch.operations(), observed=True)
+    for ops in (batch.operations(), batch.reference_operations()):
+        one = fused.observed_pass(X, y, splits, K, ops)
+        np.testing.assert_allclose(one.z, loop.z, atol=1e-10)
+        np.testing.assert_allclose(one.r, loop.r, atol=1e-10)
+        np.testing.assert_allclose(one.r2, loop.r2, atol=1e-9)
+        np.testing.assert_array_equal(one.degenerate, loop.degenerate)
+        np.testing.assert_array_equal(one.truncated, loop.truncated)
+        np.testing.assert_array_equal(one.dropped, loop.dropped)
+        for a, b in zip(one.W, loop.W):
+            np.testing.assert_allclose(a, b, atol=1e-9)
+    if K == 4:
+        assert loop.truncated.all() and 0 < loop.degenerate.sum() < 40
+    else:
+        assert loop.dropped.min() >= 1 and not loop.degenerate.any()
+
+
+def test_device_path_with_numpy_twins_equals_numba_path(monkeypatch):
+    """api.run on device 'cuda' with the CuPy twins run by NumPy: every method, weighted too."""
+    from methodkit.tools.pls import api
+    from methodkit.tools.pls.data import from_arrays, with_weights
+    from methodkit.tools.pls.simulate import simulate
+
+    X, y = simulate("toeplitz0.5", 50, 10, snr=0.5, rng=np.random.default_rng(12))
+    real = batch.operations
+    monkeypatch.setattr(
+        batch, "operations", lambda device="cpu": batch.reference_operations() if device == "cuda" else real()
+    )
+    for w in (None, np.random.default_rng(1).uniform(0.5, 2, 50)):
+        d = from_arrays(X, y, "s") if w is None else with_weights(from_arrays(X, y, "s"), w, "w")
+        for K in (1, 3):
+            opts = dict(method="all", force_nb=True, splits=6, perms=19, segments=5, rotate="varimax", seed=1)
+            cpu = api.run(d, [K], api.Options(**opts))
+            dev = api.run(d, [K], api.Options(**opts, device="cuda"))
+            for a, b in zip(cpu, dev):
+                assert (a.method, a.pvalue) == (b.method, pytest.approx(b.pvalue, abs=1e-12))
+                assert a.statistic == pytest.approx(b.statistic, abs=1e-10)

@@ -185,3 +185,95 @@ def test_design_checks():
         api.check_k(d, 2, api.Options())
     with pytest.raises(UsageError):
         api.plan_methods("bogus", gate.check(RNG.normal(size=(30, 6))), False)
+
+
+def test_weights_constant_equals_unweighted_on_every_path():
+    from methodkit.tools.pls.data import with_weights
+
+    d0 = _design(n=60, p=15)
+    d1 = with_weights(_design(n=60, p=15), np.full(60, 2.5), "w")
+    for method in ("nb", "nb-perm", "cvq2-perm", "jackknife"):
+        opts = api.Options(method=method, force_nb=True, perms=30, splits=8, segments=8, rotate="varimax", seed=2)
+        a, b = api.run(d0, [2], opts)[0], api.run(d1, [2], opts)[0]  # nb: fused route vs weighted split loop
+        assert a.statistic == pytest.approx(b.statistic, abs=1e-12)
+        assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
+        assert b.rotation_delta <= 1e-9
+
+
+def test_integer_weights_equal_duplicated_rows_in_sklearn():
+    X, y = simulate("toeplitz0.5", 50, 12, snr=0.5, rng=np.random.default_rng(8))
+    w = np.random.default_rng(9).integers(0, 4, 50).astype(float)  # 0 = row left out
+    coef, _ = methods.pls_coefficients(X, y, 3, batch.operations(), w=w)
+    reps = w.astype(int)
+    ref = PLSRegression(3, scale=True).fit(np.repeat(X, reps, axis=0), np.repeat(y, reps)).coef_.ravel()
+    np.testing.assert_allclose(coef, ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+
+
+def test_weighted_pearson_and_kish():
+    rng = np.random.default_rng(10)
+    A, Y, w = rng.normal(size=(30, 3)), rng.normal(size=(30, 3)), rng.uniform(0.1, 3, 30)
+    r, z, bad = batch.weighted_pearson_atanh(A, Y, w, 0.9999, 1e-15)
+    for b in range(3):
+        c = np.cov(A[:, b], Y[:, b], aweights=w)
+        assert r[b] == pytest.approx(c[0, 1] / np.sqrt(c[0, 0] * c[1, 1]), abs=1e-12)
+    assert not bad.any() and np.allclose(z, np.arctanh(r))
+    assert batch.kish(np.ones(40)) == 40 and batch.kish(np.array([1.0, 0, 0, 1])) == 2
+    g = gate.check(rng.normal(size=(40, 6)), np.where(np.arange(40) < 5, 20.0, 1.0))
+    assert g.fired and "Kish n_eff" in g.reason and g.n_eff == pytest.approx(135**2 / 2035)
+
+
+def test_select_k_equals_naive_sklearn_cv_and_marks_rows_exploratory():
+    from methodkit.tools.pls import select
+
+    d = _design(n=80, p=20, snr=1.0)
+    folds = methods.draw_folds(d.n, 5, np.random.default_rng(3))
+    sel = select.select_k(d.X, d.y, 6, folds, batch.operations())
+    mse = np.zeros((5, 6))
+    press_total = np.zeros(6)
+    total = 0.0
+    for f, te in enumerate(folds):
+        tr = np.setdiff1d(np.arange(d.n), te)
+        mu, sd = d.y[tr].mean(), d.y[tr].std(ddof=1)
+        total += (((d.y[te] - mu) / sd) ** 2).sum()
+        for k in range(1, 7):
+            pred = PLSRegression(k, scale=True).fit(d.X[tr], d.y[tr]).predict(d.X[te]).ravel()
+            press = (((pred - d.y[te]) / sd) ** 2).sum()
+            mse[f, k - 1] = press / len(te)
+            press_total[k - 1] += press
+    np.testing.assert_allclose(sel.cv_mse, mse.mean(axis=0), rtol=1e-9)
+    np.testing.assert_allclose(sel.q2, 1 - press_total / total, rtol=1e-9)
+    mean, se = mse.mean(axis=0), mse.std(axis=0, ddof=1) / np.sqrt(5)
+    assert sel.chosen == 1 + np.flatnonzero(mean <= mean.min() + se[np.argmin(mean)])[0]
+    rows = api.run(d, [], api.Options(method="nb", force_nb=True, select_k=6, splits=10))
+    assert [r.k for r in rows] == [rows[0].selection["chosen"]] and rows[0].exploratory
+    assert "NOT valid" in rows[0].selection["warning"]
+    plain = api.run(d, [2], api.Options(method="nb", force_nb=True, splits=10))[0].to_dict()
+    assert plain["exploratory"] is False and plain["selection"] is None
+    with pytest.raises(UsageError, match="--select-k must be >= 1"):
+        api.run(d, [], api.Options(select_k=0))
+
+
+def test_power_on_dask_equals_serial_for_the_same_seed():
+    pytest.importorskip("distributed", reason="dask[distributed] comes with methodkit[pls]")
+    from methodkit.tools.pls import power
+
+    scenario = power.Scenario("toeplitz0.5", 15, 3, 0.5)
+    options = api.Options(splits=8, perms=29, seed=11)
+    args = (scenario, [30, 45], ["nb", "cvq2-perm"], 2, 5, options)
+    serial = power.curves(*args)
+    dask = power.curves(*args, scheduler="local", workers=2, processes=False)
+    key = [(p.method, p.n, p.rejected, p.mean_fits) for p in serial]
+    assert key == [(p.method, p.n, p.rejected, p.mean_fits) for p in dask]
+    assert 0 < sum(p.rejected for p in serial) < 20  # not all-or-nothing: the comparison can fail
+
+
+@pytest.mark.parametrize("geometry", ["iid", "onefactor", "toeplitz0.5", "spectrum"])
+def test_top_eigenvalue_equals_eigvalsh(geometry):
+    rng = np.random.default_rng(13)
+    if geometry == "spectrum":  # NIR-like: one dominant direction (power iteration returns early)
+        X = np.outer(rng.normal(size=120), np.linspace(1, 2, 60)) + 0.01 * rng.normal(size=(120, 60))
+    else:
+        X, _ = simulate(geometry, 120, 60, snr=0.0, rng=rng)
+    S = X.T @ X
+    assert gate.top_eigenvalue(S) == pytest.approx(np.linalg.eigvalsh(S)[-1], rel=1e-12)
+    assert gate.top_eigenvalue(np.zeros((4, 4))) == 0.0

@@ -1,4 +1,4 @@
-"""The authors' library plskit (GPL; installed with the pls extra, used here only as an oracle)."""
+"""The authors' library plskit (GPL; installed with the test extra, used here only as an oracle)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from methodkit.tools.pls import api, gate
 from methodkit.tools.pls.data import from_arrays
 from methodkit.tools.pls.simulate import simulate
 
-plskit = pytest.importorskip("plskit", reason="plskit comes with methodkit[pls]; install it to run the oracle")
+plskit = pytest.importorskip(
+    "plskit", reason="plskit (GPL oracle) comes with methodkit[test]; pip install plskit to run these"
+)
 
 
 @pytest.mark.parametrize("geometry,K", [("toeplitz0.5", 2), ("iid", 1)])

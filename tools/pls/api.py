@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import silent
-from methodkit.tools.pls import batch, gate, methods
+from methodkit.tools.pls import batch, fused, gate, methods, select
 from methodkit.tools.pls.data import Design
 from methodkit.tools.pls.rotation import varimax
 
@@ -32,6 +33,7 @@ class Options:
     segments: int | None = None  # jackknife: None = delete-one
     jack_center: str = "mean"
     device: str = "cpu"
+    select_k: int | None = None  # exploratory: choose K <= this by CV (one-sigma); invalidates p-values
 
 
 @dataclass
@@ -70,6 +72,8 @@ class TestResult:
     version: str = ""
     target: str = ""
     source: str = ""
+    exploratory: bool = False  # K was selected on the same data (--select-k)
+    selection: dict | None = None
     # files the CLI may write on request (not part of the JSON row)
     per_split: list | None = field(default=None, repr=False)
     null: np.ndarray | None = field(default=None, repr=False)
@@ -83,6 +87,7 @@ class TestResult:
         return d
 
 
+@functools.cache
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -124,29 +129,65 @@ def check_k(design: Design, K: int, options: Options) -> None:
 
 
 def run(design: Design, ks: list[int], options: Options, progress=silent) -> list[TestResult]:
-    """Every requested test at every K (separate tests, not a selection)."""
+    """Every requested test at every K (separate tests, not a selection), or at a CV-selected K (exploratory)."""
+    selection = None
+    if options.select_k is not None:
+        selection = choose_k(design, options)
+        ks = [selection.chosen]
     for K in ks:
         check_k(design, K, options)
-    gate_state = gate.check(design.X)
+    gate_state = gate.check(design.X, design.w)
     results = []
     for K in ks:
         for method, requested in plan_methods(options.method, gate_state, options.force_nb):
             results.append(_one(design, K, method, requested, gate_state, options, progress))
+    if selection is not None:
+        for res in results:
+            res.exploratory = True
+            res.selection = selection.to_dict()
     return results
 
 
-def _streams(seed: int) -> dict[str, np.random.Generator]:
-    """Independent generators per component, so a method's numbers do not depend on which others ran."""
-    names = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife")
-    children = np.random.SeedSequence(seed).spawn(len(names))
-    return {name: np.random.default_rng(c) for name, c in zip(names, children)}
+def choose_k(design: Design, options: Options) -> select.Selection:
+    """--select-k: the one-sigma CV choice of K in 1..select_k (own folds stream; exploratory)."""
+    k_max = options.select_k
+    if k_max < 1:
+        raise UsageError(f"--select-k must be >= 1, got {k_max}")
+    if options.directions.kind != "pls":
+        raise UsageError("--select-k works with --directions pls only")
+    k_max = min(k_max, design.n - 5, design.p)
+    if not 2 <= options.folds <= design.n:
+        raise UsageError(f"--folds must be between 2 and n = {design.n}, got {options.folds}")
+    folds = methods.draw_folds(design.n, options.folds, _streams(options.seed)["select"])
+    return select.select_k(design.X, design.y, k_max, folds, batch.operations("cpu"), design.w)  # K_max fits
+
+
+class _Streams(dict):
+    """Independent generators per component, so a method's numbers do not depend on which others ran.
+
+    Made on first use (a run needs one or two of them).
+    """
+
+    NAMES = ("splits", "nb-perm", "folds", "cvq2-perm", "jackknife", "select")
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.children = dict(zip(self.NAMES, np.random.SeedSequence(seed).spawn(len(self.NAMES))))
+
+    def __missing__(self, name: str) -> np.random.Generator:
+        self[name] = rng = np.random.default_rng(self.children[name])
+        return rng
+
+
+def _streams(seed: int) -> _Streams:
+    return _Streams(seed)
 
 
 def _one(design, K, method, requested, gate_state, options, progress) -> TestResult:
     started = time.perf_counter()
     ops = batch.operations(options.device)
     rng = _streams(options.seed)
-    X, y = design.X, design.y
+    X, y, w = design.X, design.y, design.w
     res = TestResult(
         method=method,
         method_requested=requested,
@@ -166,27 +207,41 @@ def _one(design, K, method, requested, gate_state, options, progress) -> TestRes
         source=design.source,
     )
     if method in ("nb", "nb-perm"):
-        _split_methods(res, X, y, K, method, options, ops, rng, progress)
+        _split_methods(res, X, y, w, K, method, options, ops, rng, progress)
     elif method == "cvq2-perm":
-        _cvq2(res, X, y, K, options, ops, rng, progress)
+        _cvq2(res, X, y, w, K, options, ops, rng, progress)
     else:
-        _jack(res, X, y, K, options, ops, rng, progress)
+        _jack(res, X, y, w, K, options, batch.operations("cpu"), rng, progress)  # n small refits: CPU
     res.reject = bool(res.pvalue <= options.alpha)
     res.seconds = time.perf_counter() - started
     return res
 
 
-def _split_methods(res, X, y, K, method, options, ops, rng, progress):
+def _split_methods(res, X, y, w, K, method, options, ops, rng, progress):
     J = options.splits
     if J < 2:
         raise UsageError(f"--splits must be >= 2, got {J}")
     splits = methods.draw_splits(len(y), K, J, rng["splits"])
-    observed = methods.split_pass(
-        X, y[:, None].copy(), splits, K, options.directions, ops, observed=True, progress=progress, phase="splits"
-    )
+    if options.directions.kind == "pls" and w is None:  # all splits in one batched pass (fused.py)
+        progress("splits", 0, 1)
+        observed = fused.observed_pass(X, y, splits, K, ops)
+        progress("splits", 1, 1)
+    else:
+        observed = methods.split_pass(
+            X,
+            y[:, None].copy(),
+            splits,
+            K,
+            options.directions,
+            ops,
+            observed=True,
+            progress=progress,
+            phase="splits",
+            w=w,
+        )
     _check_splits(observed, J)
     z = observed.z[:, 0]
-    nb = methods.nb_asymptotic(z, splits.n_train, splits.n_test)
+    nb = methods.nb_asymptotic(z, *_half_sizes(splits, w))
     res.n_splits, res.n_train, res.n_test = J, splits.n_train, splits.n_test
     res.mean_r = float(observed.r[:, 0].mean())
     res.heldout_r2 = float(observed.r2.mean())
@@ -216,7 +271,7 @@ def _split_methods(res, X, y, K, method, options, ops, rng, progress):
             raise UsageError(f"--perms must be >= 1, got {B}")
         Y = methods.permuted_columns(y, B, rng["nb-perm"])
         null_pass = methods.split_pass(
-            X, Y[:, 1:], splits, K, options.directions, ops, progress=progress, phase="permutations"
+            X, Y[:, 1:], splits, K, options.directions, ops, progress=progress, phase="permutations", w=w
         )
         zbar_null = null_pass.z.mean(axis=0)
         failed = null_pass.degenerate.sum(axis=0) > J / 2
@@ -227,7 +282,16 @@ def _split_methods(res, X, y, K, method, options, ops, rng, progress):
         res.failed_permutations = outcome.failed
         res.n_fits = J * (B + 1)
     if options.rotate == "varimax":
-        _rotate_splits(res, X, y, K, splits, observed, options, ops, nb, method)
+        _rotate_splits(res, X, y, w, K, splits, observed, options, batch.operations("cpu"), nb, method)
+
+
+def _half_sizes(splits: methods.Splits, w) -> tuple[float, float]:
+    """n_train, n_test for the NB correction; with weights the mean Kish effective sizes of the halves."""
+    if w is None:
+        return splits.n_train, splits.n_test
+    n_tr = np.mean([batch.kish(w[rows]) for rows in splits.train])
+    n_te = np.mean([batch.kish(w[rows]) for rows in splits.test])
+    return float(n_tr), float(n_te)
 
 
 def _check_splits(observed: methods.SplitPass, J: int) -> None:
@@ -245,17 +309,17 @@ def _check_splits(observed: methods.SplitPass, J: int) -> None:
         )
 
 
-def _rotate_splits(res, X, y, K, splits, observed, options, ops, nb, method):
+def _rotate_splits(res, X, y, w, K, splits, observed, options, ops, nb, method):
     """Recompute every split correlation with the varimax-rotated basis W M of that split."""
     z_rot = np.zeros(len(observed.W))
     for j, W in enumerate(observed.W):
         W_rot, _ = varimax(W.T, options.kaiser)
-        split = batch.standardize_split(X, splits.train[j], splits.test[j], ops.xp)
+        split = batch.standardize_split(X, splits.train[j], splits.test[j], ops.xp, w)
         out = batch.split_corr_batch(
             split, y[splits.train[j], None], y[splits.test[j], None], K, methods.rotated_learner(W_rot.T), ops
         )
         z_rot[j] = out.z[0]
-    nb_rot = methods.nb_asymptotic(z_rot, splits.n_train, splits.n_test)
+    nb_rot = methods.nb_asymptotic(z_rot, *_half_sizes(splits, w))
     if method == "nb":
         delta = max(abs(nb_rot.statistic - res.statistic), abs(nb_rot.pvalue - res.pvalue))
     else:
@@ -272,13 +336,13 @@ def _require_invariance(delta: float) -> None:
         raise RunFailure(f"rotation changed the result by {delta:.3g} (> {ROTATION_TOL:g}); numerical breakdown")
 
 
-def _cvq2(res, X, y, K, options, ops, rng, progress):
+def _cvq2(res, X, y, w, K, options, ops, rng, progress):
     F, B = options.folds, options.perms
     if not 2 <= F <= len(y):
         raise UsageError(f"--folds must be between 2 and n = {len(y)}, got {F}")
     folds = methods.draw_folds(len(y), F, rng["folds"])
     Y = methods.permuted_columns(y, B, rng["cvq2-perm"])
-    q = methods.cv_q2_pass(X, Y, folds, K, options.directions, ops, progress)
+    q = methods.cv_q2_pass(X, Y, folds, K, options.directions, ops, progress, w=w)
     if q.failed[0]:
         raise RunFailure("cvq2-perm: the observed Q2 is undefined (a validation fold has no variance in y)")
     outcome = methods.perm_pvalue(float(q.q2[0]), q.q2[1:], q.failed[1:], "cvq2-perm")
@@ -292,14 +356,14 @@ def _cvq2(res, X, y, K, options, ops, rng, progress):
     res.basis = q.W[0]
     if options.rotate == "varimax":
         rotated = [varimax(W.T, options.kaiser)[0].T for W in q.W]
-        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, ops)
+        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, batch.operations("cpu"), w)
         res.rotation_delta = float(abs(q2_rot - res.q2))
         _require_invariance(res.rotation_delta)
 
 
-def _jack(res, X, y, K, options, ops, rng, progress):
+def _jack(res, X, y, w, K, options, ops, rng, progress):
     segments = methods.jackknife_segments(len(y), options.segments, rng["jackknife"])
-    out = methods.jackknife(X, y, K, ops, segments, options.jack_center, progress)
+    out = methods.jackknife(X, y, K, ops, segments, options.jack_center, progress, w)
     res.statistic = float(np.max(np.abs(out.t)))
     res.t = res.statistic
     res.df = out.df
@@ -309,7 +373,7 @@ def _jack(res, X, y, K, options, ops, rng, progress):
     res.coef_table = {"coef": out.coef, "sd": out.sd, "t": out.t, "df": out.df, "p": out.p, "p_holm": out.p_holm}
     if options.rotate == "varimax":
         W_rot, _ = varimax(out.basis.T, options.kaiser)
-        coef_rot, _ = methods.pls_coefficients(X, y, K, ops, basis=W_rot.T)
+        coef_rot, _ = methods.pls_coefficients(X, y, K, ops, basis=W_rot.T, w=w)
         scale = max(float(np.max(np.abs(out.coef))), 1e-300)
         res.rotation_delta = float(np.max(np.abs(coef_rot - out.coef)) / scale)
         _require_invariance(res.rotation_delta)
@@ -319,10 +383,10 @@ def loadings(design: Design, K: int, options: Options) -> dict:
     """Full-data directions W (standardised X, p x K), their varimax rotation W M, and M."""
     ops = batch.operations("cpu")
     rows = np.arange(design.n)
-    split = batch.standardize_split(design.X, rows, rows[:1])
-    ys = (design.y - design.y.mean()) / design.y.std(ddof=1)
+    split = batch.standardize_split(design.X, rows, rows[:1], np, design.w)
+    ys, _, _ = batch.standardize_y(split, design.y[:, None], design.y[:1, None], ops)
     learner = options.directions.learner(split)
-    W, _ = learner(split.Xtr, np.ascontiguousarray(ys[:, None]), K, ops)
+    W, _ = learner(split.Xtr, ys, K, ops)
     W = batch._host(W)[:, :, 0].T
     W_rot, M = varimax(W, options.kaiser)
     return {"W": W, "W_varimax": W_rot, "rotation": M}

@@ -12,6 +12,7 @@ is one pair of GEMMs over all columns and one Numba column loop.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -51,29 +52,99 @@ def _table(module) -> dict:
         "pearson_atanh",
         "standardize_columns",
         "sum_squares_columns",
+        "train_moments",
+        "heldout_corr",
+        "lanczos_all_splits",
     )
     return {name: getattr(module, name) for name in names}
 
 
 @dataclass
 class StandardSplit:
-    """X of one split standardised with train-half moments; dropped = zero-variance train columns."""
+    """X of one split standardised with train-half moments; dropped = zero-variance train columns.
+
+    With observation weights w the moments are weighted and the train rows are multiplied
+    by sqrt(w), so every unweighted product downstream (X'y, X'X, the OLS refit) is the
+    weighted one; test rows stay unscaled and carry w_te for the weighted Pearson / PRESS.
+    """
 
     Xtr: np.ndarray
     Xte: np.ndarray
     scale: np.ndarray  # train sd per column (inf where dropped)
     dropped: int
+    w_tr: np.ndarray | None = None
+    w_te: np.ndarray | None = None
 
 
-def standardize_split(X: np.ndarray, train: np.ndarray, test: np.ndarray, xp=np) -> StandardSplit:
+def weighted_moments(A: np.ndarray, w: np.ndarray | None):
+    """Column means and sds (ddof=1 analogue: m/(m-1) x the weighted variance; unit w = plain ddof=1)."""
+    if w is None:
+        return A.mean(axis=0), A.std(axis=0, ddof=1)
+    m = A.shape[0]
+    mu = (w @ A) / w.sum()
+    var = (w @ (A - mu) ** 2) / w.sum() * m / (m - 1)
+    return mu, np.sqrt(var)
+
+
+def standardize_split(X: np.ndarray, train: np.ndarray, test: np.ndarray, xp=np, w=None) -> StandardSplit:
     Xtr = X[train]
-    mu = Xtr.mean(axis=0)
-    sd = Xtr.std(axis=0, ddof=1)
+    w_tr = None if w is None else w[train]
+    mu, sd = weighted_moments(Xtr, w_tr)
     zero = sd <= 1e-12 * np.maximum(1.0, np.abs(mu))
     sd = np.where(zero, np.inf, sd)
-    a = np.ascontiguousarray((Xtr - mu) / sd)
+    a = (Xtr - mu) / sd
+    if w_tr is not None:
+        a = a * np.sqrt(w_tr)[:, None]
+    a = np.ascontiguousarray(a)
     b = np.ascontiguousarray((X[test] - mu) / sd)
-    return StandardSplit(xp.asarray(a), xp.asarray(b), sd, int(zero.sum()))
+    w_te = None if w is None else xp.asarray(w[test])
+    return StandardSplit(
+        xp.asarray(a), xp.asarray(b), sd, int(zero.sum()), None if w_tr is None else xp.asarray(w_tr), w_te
+    )
+
+
+def standardize_y(split: StandardSplit, Ytr, Yte, ops, min_sd: float = 1e-12):
+    """Standardise y columns with their train moments (weighted with the split's w; train rows x sqrt(w))."""
+    xp = ops.xp
+    Ytr = xp.ascontiguousarray(xp.asarray(Ytr))
+    Yte = xp.ascontiguousarray(xp.asarray(Yte))
+    if split.w_tr is None:
+        return ops.standardize_columns(Ytr, Yte, min_sd)
+    w = split.w_tr
+    m = Ytr.shape[0]
+    mu = (w @ Ytr) / w.sum()
+    sd = xp.sqrt((w @ (Ytr - mu) ** 2) / w.sum() * m / (m - 1))
+    flat = sd < min_sd
+    sd = xp.where(flat, 1.0, sd)
+    tr = xp.ascontiguousarray((Ytr - mu) / sd * xp.sqrt(w)[:, None])
+    return tr, xp.ascontiguousarray((Yte - mu) / sd), flat
+
+
+def weighted_pearson_atanh(A, Y, w, clip, min_var):
+    """Column-wise weighted Pearson r (weights w over rows), z = atanh(clip(r)), degenerate flags."""
+    xp = sys.modules["cupy"] if type(A).__module__.startswith("cupy") else np
+    sw = w.sum()
+    da = A - (w @ A) / sw
+    dy = Y - (w @ Y) / sw
+    saa = w @ (da * da)
+    syy = w @ (dy * dy)
+    say = w @ (da * dy)
+    bad = (saa / sw < min_var) | (syy / sw < min_var) | ~xp.isfinite(saa + syy + say)
+    r = xp.where(bad, 0.0, xp.clip(say / xp.sqrt(xp.where(bad, 1.0, saa * syy)), -clip, clip))
+    return r, xp.arctanh(r), bad
+
+
+def weighted_sum_squares(split: StandardSplit, yhat, Yte_s, ops):
+    """PRESS and total sum of squares over the test rows (weighted by w_te when the split has weights)."""
+    if split.w_te is None:
+        return ops.sum_squares_columns(ops.xp.ascontiguousarray(yhat), Yte_s)
+    w = split.w_te
+    return w @ (yhat - Yte_s) ** 2, w @ (Yte_s * Yte_s)
+
+
+def kish(w: np.ndarray) -> float:
+    """Kish effective sample size (sum w)^2 / sum w^2."""
+    return float(w.sum() ** 2 / (w * w).sum())
 
 
 # ---------------------------------------------------------------- direction learners
@@ -154,11 +225,10 @@ class SplitResult:
 
 def split_corr_batch(split: StandardSplit, Ytr, Yte, K: int, learner, ops, *, want_r2=False, keep_w=False):
     """Standardise y columns with train moments, learn W, refit, predict, Pearson, atanh."""
-    xp = ops.xp
-    Ytr_s, Yte_s, flat = ops.standardize_columns(xp.ascontiguousarray(Ytr), xp.ascontiguousarray(Yte), 1e-12)
+    Ytr_s, Yte_s, flat = standardize_y(split, Ytr, Yte, ops)
     W, ranks = learner(split.Xtr, Ytr_s, K, ops)
     yhat = heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
-    return _score(yhat, Yte_s, flat, ranks < K, ops, want_r2, W if keep_w else None)
+    return _score(split, yhat, Yte_s, flat, ranks < K, ops, want_r2, W if keep_w else None)
 
 
 def k1_corr_batch(split: StandardSplit, Ytr, Yte, ops):
@@ -167,19 +237,23 @@ def k1_corr_batch(split: StandardSplit, Ytr, Yte, ops):
     Correlation ignores the positive scale and y-centring, so this equals the refit route.
     """
     xp = ops.xp
-    Ytr_s, Yte_s, flat = ops.standardize_columns(xp.ascontiguousarray(Ytr), xp.ascontiguousarray(Yte), 1e-12)
+    Ytr_s, Yte_s, flat = standardize_y(split, Ytr, Yte, ops)
     yhat = xp.ascontiguousarray(split.Xte @ (split.Xtr.T @ Ytr_s))
-    return _score(yhat, Yte_s, flat, np.zeros(Ytr.shape[1], dtype=bool), ops, False, None)
+    return _score(split, yhat, Yte_s, flat, np.zeros(Ytr.shape[1], dtype=bool), ops, False, None)
 
 
-def _score(yhat, Yte_s, flat, truncated, ops, want_r2, W):
-    r, z, bad = ops.pearson_atanh(ops.xp.ascontiguousarray(yhat), Yte_s, CLIP, MIN_VAR)
+def _score(split, yhat, Yte_s, flat, truncated, ops, want_r2, W):
+    yhat = ops.xp.ascontiguousarray(yhat)
+    if split.w_te is None:
+        r, z, bad = ops.pearson_atanh(yhat, Yte_s, CLIP, MIN_VAR)
+    else:
+        r, z, bad = weighted_pearson_atanh(yhat, Yte_s, split.w_te, CLIP, MIN_VAR)
     bad = _host(bad) | _host(flat)
     r = np.where(bad, 0.0, _host(r))
     z = np.where(bad, 0.0, _host(z))
     r2 = None
     if want_r2:
-        press, total = ops.sum_squares_columns(ops.xp.ascontiguousarray(yhat), Yte_s)
+        press, total = weighted_sum_squares(split, yhat, Yte_s, ops)
         r2 = 1.0 - _host(press) / np.maximum(_host(total), 1e-300)
     return SplitResult(r, z, bad, np.asarray(truncated), r2, None if W is None else _host(W))
 

@@ -19,6 +19,7 @@ class Design:
     target: str
     source: str
     warnings: list[str] = field(default_factory=list)
+    w: np.ndarray | None = None  # observation weights (mean 1), None = unweighted
 
     @property
     def n(self) -> int:
@@ -67,6 +68,7 @@ def from_frame(
     x_range: str | None = None,
     drop_nonnumeric: bool = False,
     dropna: bool = False,
+    weights: str | None = None,
 ) -> Design:
     import pandas as pd
 
@@ -80,7 +82,9 @@ def from_frame(
             )
     frame = frame.rename(columns=str)
     io.require_columns(frame, [target], "--target")
-    x_cols = select_x(frame, target, x_glob, x_range)
+    if weights is not None:
+        io.require_columns(frame, [weights], "--weights")
+    x_cols = [c for c in select_x(frame, target, x_glob, x_range) if c != weights]
     warnings: list[str] = []
     numeric = [c for c in x_cols if pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])]
     other = [c for c in x_cols if c not in numeric]
@@ -94,7 +98,7 @@ def from_frame(
         x_cols = numeric
     if not x_cols:
         raise DataError(f"{name}: no numeric X columns left besides the target '{target}'")
-    used = frame[[*x_cols, target]]
+    used = frame[[*x_cols, target, *([weights] if weights is not None else [])]]
     if dropna:
         values = used.apply(pd.to_numeric, errors="coerce")
         finite = np.isfinite(values.to_numpy(dtype=float)).all(axis=1)
@@ -106,7 +110,33 @@ def from_frame(
     used.attrs.update({k: v for k, v in frame.attrs.items() if k not in used.attrs})
     X = io.numeric_matrix(used, x_cols)
     y = io.numeric_matrix(used, [target])[:, 0]
-    return finish(X, y, list(x_cols), target, name, warnings)
+    design = finish(X, y, list(x_cols), target, name, warnings)
+    if weights is not None:
+        design = with_weights(design, io.numeric_matrix(used, [weights])[:, 0], f"--weights column '{weights}'")
+    return design
+
+
+MIN_N_EFF = 25  # Kish effective n below this is refused (the gate's n clause, which weights cannot reroute)
+
+
+def with_weights(design: Design, w, label: str) -> Design:
+    """Attach observation weights: finite, >= 0, not all 0, Kish n_eff = (sum w)^2 / sum w^2 >= 25; scaled to mean 1."""
+    w = np.asarray(w, dtype=float).reshape(-1)
+    if len(w) != design.n:
+        raise DataError(f"{label}: {len(w)} weights for {design.n} rows; they must match")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise DataError(f"{label}: weight of row {bad[0]} is NaN/inf")
+    negative = np.flatnonzero(w < 0)
+    if negative.size:
+        raise DataError(f"{label}: weight of row {negative[0]} is negative ({w[negative[0]]:g}); weights must be >= 0")
+    if not w.sum() > 0:
+        raise DataError(f"{label}: every weight is 0")
+    n_eff = float(w.sum() ** 2 / (w * w).sum())
+    if n_eff < MIN_N_EFF:
+        raise DataError(f"{label}: Kish effective n = {n_eff:.3g} < {MIN_N_EFF}; too few effective rows to test")
+    design.w = w / w.mean()
+    return design
 
 
 def from_arrays(X, y, source: str, names: list[str] | None = None) -> Design:

@@ -79,3 +79,40 @@ def standardize_columns(Ytr, Yte, min_sd):
 
 def sum_squares_columns(A, Y):
     return ((A - Y) ** 2).sum(axis=0), (Y * Y).sum(axis=0)
+
+
+def train_moments(X, train, min_rel):
+    xp = _xp(X)
+    rows = X[train]  # J x m x p
+    mu = rows.mean(axis=1).T
+    sd = rows.std(axis=1, ddof=1).T
+    return mu, xp.where(sd <= min_rel * xp.maximum(1.0, xp.abs(mu)), xp.inf, sd)
+
+
+def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
+    xp = _xp(U)
+    cols = xp.arange(U.shape[2])[None, :]
+    beta = refit_coefficients(xp.ascontiguousarray(U[:, train.T, cols]), Ys[train.T, cols], rcond)
+    yhat = combine_scores(xp.ascontiguousarray(U[:, test.T, cols]), beta)
+    yte = Ys[test.T, cols]
+    press, total = sum_squares_columns(yhat, yte)
+    r, z, bad = pearson_atanh(yhat, yte, clip, min_var)
+    return r, z, bad, 1.0 - press / xp.maximum(total, 1e-300)
+
+
+def lanczos_all_splits(Xc, mu_c, inv, mask, Ys, K, tol):
+    xp = _xp(Xc)
+    n, p = Xc.shape
+    J = mask.shape[1]
+    W = xp.zeros((K, p, J))
+    U = xp.zeros((K, n, J))
+    ranks = xp.full(J, K)
+    R = mask * Ys
+    for k in range(K):
+        V = xp.ascontiguousarray(inv * (Xc.T @ R - mu_c * R.sum(axis=0)))
+        ex = orthonormalize_step(V, W, k, tol)
+        ranks = xp.where(ex & (ranks == K), k, ranks)
+        A = inv * W[k]
+        U[k] = Xc @ A - (mu_c * A).sum(axis=0)
+        R = mask * U[k]
+    return W, U, ranks

@@ -43,7 +43,7 @@ class Splits:
 
 def draw_splits(n: int, K: int, J: int, rng: np.random.Generator) -> Splits:
     n_tr = n_train_for(n, K)
-    orders = np.stack([rng.permutation(n) for _ in range(J)])
+    orders = rng.permuted(np.tile(np.arange(n), (J, 1)), axis=1)  # same stream as J rng.permutation(n)
     return Splits(np.sort(orders[:, :n_tr], axis=1), np.sort(orders[:, n_tr:], axis=1))
 
 
@@ -113,6 +113,7 @@ def split_pass(
     observed: bool = False,
     progress=silent,
     phase: str = "splits",
+    w: np.ndarray | None = None,
 ) -> SplitPass:
     """Run the held-out refit on every split for every column of Y (n x B)."""
     J = splits.train.shape[0]
@@ -128,7 +129,7 @@ def split_pass(
     progress(phase, 0, total)
     done = 0
     for j in range(J):
-        split = batch.standardize_split(X, splits.train[j], splits.test[j], ops.xp)
+        split = batch.standardize_split(X, splits.train[j], splits.test[j], ops.xp, w)
         out.dropped[j] = split.dropped
         learner = directions.learner(split)
         Ytr_all = Y[splits.train[j]]
@@ -233,8 +234,8 @@ def draw_folds(n: int, F: int, rng: np.random.Generator) -> list[np.ndarray]:
     return [np.sort(f) for f in np.array_split(rng.permutation(n), F)]
 
 
-def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, phase="cv folds") -> Q2Pass:
-    """Q2 = 1 - PRESS / SS pooled over fixed folds, per column of Y (standardised validation y)."""
+def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, phase="cv folds", w=None) -> Q2Pass:
+    """Q2 = 1 - PRESS / SS pooled over fixed folds, per column of Y (standardised validation y; weighted with w)."""
     n, B = Y.shape
     press = np.zeros(B)
     total = np.zeros(B)
@@ -248,17 +249,15 @@ def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, pha
     everything = np.arange(n)
     for test in folds:
         train = np.setdiff1d(everything, test)
-        split = batch.standardize_split(X, train, test, ops.xp)
+        split = batch.standardize_split(X, train, test, ops.xp, w)
         learner = directions.learner(split)
         for s, e in chunks:
-            Ytr_s, Yte_s, flat = ops.standardize_columns(
-                ops.xp.asarray(np.ascontiguousarray(Y[train, s:e])),
-                ops.xp.asarray(np.ascontiguousarray(Y[test, s:e])),
-                1e-12,
+            Ytr_s, Yte_s, flat = batch.standardize_y(
+                split, ops.xp.asarray(Y[train, s:e]), ops.xp.asarray(Y[test, s:e]), ops
             )
             W, ranks = learner(split.Xtr, Ytr_s, K, ops)
             yhat = batch.heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
-            p_, t_ = ops.sum_squares_columns(ops.xp.ascontiguousarray(yhat), Yte_s)
+            p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops)
             press[s:e] += batch._host(p_)
             total[s:e] += batch._host(t_)
             failed[s:e] |= batch._host(flat) | ~np.isfinite(batch._host(p_))
@@ -273,18 +272,16 @@ def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, pha
     return Q2Pass(q2, failed, truncated, Ws, folds, len(folds) * B)
 
 
-def q2_with_bases(X, y, folds, K, bases, ops) -> float:
+def q2_with_bases(X, y, folds, K, bases, ops, w=None) -> float:
     """Observed Q2 recomputed with given standardised-space bases per fold (rotation check)."""
     n = len(y)
     press = total = 0.0
     for test, W in zip(folds, bases):
         train = np.setdiff1d(np.arange(n), test)
-        split = batch.standardize_split(X, train, test, ops.xp)
-        Ytr_s, Yte_s, _ = ops.standardize_columns(
-            np.ascontiguousarray(y[train, None]), np.ascontiguousarray(y[test, None]), 1e-12
-        )
+        split = batch.standardize_split(X, train, test, ops.xp, w)
+        Ytr_s, Yte_s, _ = batch.standardize_y(split, y[train, None], y[test, None], ops)
         yhat = batch.heldout_predict(split.Xtr, Ytr_s, split.Xte, np.ascontiguousarray(W[:, :, None]), ops)
-        p_, t_ = ops.sum_squares_columns(np.ascontiguousarray(yhat), Yte_s)
+        p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops)
         press += float(p_[0])
         total += float(t_[0])
     return 1.0 - press / total
@@ -293,19 +290,23 @@ def q2_with_bases(X, y, folds, K, bases, ops) -> float:
 # ---------------------------------------------------------------- PLS coefficients and the jackknife
 
 
-def pls_coefficients(X, y, K, ops, basis: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def pls_coefficients(X, y, K, ops, basis: np.ndarray | None = None, w=None) -> tuple[np.ndarray, np.ndarray]:
     """K-component PLS1 regression coefficients in X's units (scale=True), and the standardised basis.
 
     Same model as sklearn PLSRegression(scale=True): coef = W (W'X'XW)^-1 W'X'y on
     standardised data, mapped back by sd_y / sd_x. `basis` (K x p) replaces W (rotation check).
+    With weights w it is weighted PLS + weighted least squares (rows x sqrt(w) after weighted centring).
     """
     n = len(y)
     rows = np.arange(n)
-    split = batch.standardize_split(X, rows, rows[:1], ops.xp)
-    mu_y, sd_y = y.mean(), y.std(ddof=1)
+    split = batch.standardize_split(X, rows, rows[:1], ops.xp, w)
+    mu_y, sd_y = batch.weighted_moments(y[:, None], w)
+    mu_y, sd_y = float(mu_y[0]), float(sd_y[0])
     if not sd_y > 0:
         raise DataError("y is constant; nothing to predict")
     ys = ((y - mu_y) / sd_y)[:, None]
+    if w is not None:
+        ys = ys * np.sqrt(w)[:, None]
     if basis is None:
         W, _ = batch.pls1_weights(split.Xtr, np.ascontiguousarray(ys), K, ops)
     else:
@@ -338,7 +339,9 @@ def jackknife_segments(n: int, g: int | None, rng: np.random.Generator) -> list[
     return [np.sort(s) for s in np.array_split(rng.permutation(n), g)]
 
 
-def jackknife(X, y, K, ops, segments: list[np.ndarray], center: str = "mean", progress=silent) -> JackknifeOutcome:
+def jackknife(
+    X, y, K, ops, segments: list[np.ndarray], center: str = "mean", progress=silent, w=None
+) -> JackknifeOutcome:
     """Martens & Martens (2000) jackknife t of the PLS coefficients, as R pls::jack.test.
 
     var = (g-1)/g * sum (b_-i - c)^2, c = the replicate mean ('mean', R's default) or the
@@ -346,13 +349,13 @@ def jackknife(X, y, K, ops, segments: list[np.ndarray], center: str = "mean", pr
     Known to be anti-conservative (R says so); reported for comparison only.
     """
     n = len(y)
-    coef, basis = pls_coefficients(X, y, K, ops)
+    coef, basis = pls_coefficients(X, y, K, ops, w=w)
     g = len(segments)
     reps = np.empty((g, X.shape[1]))
     progress("jackknife", 0, g)
     for i, seg in enumerate(segments):
         keep = np.setdiff1d(np.arange(n), seg)
-        reps[i], _ = pls_coefficients(X[keep], y[keep], K, ops)
+        reps[i], _ = pls_coefficients(X[keep], y[keep], K, ops, w=None if w is None else w[keep])
         progress("jackknife", i + 1, g)
     c = reps.mean(axis=0) if center == "mean" else coef
     var = (g - 1) / g * ((reps - c) ** 2).sum(axis=0)

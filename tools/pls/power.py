@@ -51,6 +51,20 @@ class CurvePoint:
     mean_fits: float
 
 
+def replication(scenario: Scenario, n: int, child: np.random.SeedSequence, method_list, K, options) -> list:
+    """One replication: draw data from `child`, run every method; (rejected, seconds, fits) per method.
+
+    Everything random comes from `child`, so the result does not depend on where or when it runs.
+    """
+    design = draw(scenario, n, np.random.default_rng(child))
+    test_seed = int(child.generate_state(1)[0])
+    out = []
+    for m in method_list:
+        res = api.run(design, [K], replace(options, method=m, seed=test_seed))[0]
+        out.append((int(res.pvalue <= options.alpha), res.seconds, res.n_fits))
+    return out
+
+
 def curves(
     scenario: Scenario,
     ns: list[int],
@@ -59,28 +73,34 @@ def curves(
     reps: int,
     options: api.Options,
     progress=silent,
+    scheduler: str = "sync",
+    workers: int | None = None,
+    processes: bool = True,
 ) -> list[CurvePoint]:
-    """Rejection rate at options.alpha for each (method, n); each rep draws fresh data and seeds."""
+    """Rejection rate at options.alpha for each (method, n); each rep draws fresh data and seeds.
+
+    scheduler: 'sync' (a plain loop), 'local' (a Dask LocalCluster of `workers` processes, or
+    threads with processes=False) or a Dask scheduler address. Same seed, same tallies on any.
+    """
     if reps < 1:
         raise UsageError(f"--reps must be >= 1, got {reps}")
+    tasks = [(n, child) for i, n in enumerate(ns) for child in np.random.SeedSequence([options.seed, i, n]).spawn(reps)]
+    args = (method_list, K, options)
+    if scheduler == "sync":
+        progress("replications", 0, len(tasks))
+        results = []
+        for done, (n, child) in enumerate(tasks, start=1):
+            results.append(replication(scenario, n, child, *args))
+            progress("replications", done, len(tasks))
+    else:
+        results = _on_dask(scenario, tasks, args, scheduler, workers, processes, progress)
     tallies: dict[tuple[str, int], list] = {(m, n): [0, 0.0, 0.0] for m in method_list for n in ns}
-    total = len(ns) * reps
-    done = 0
-    progress("replications", 0, total)
-    for i, n in enumerate(ns):
-        children = np.random.SeedSequence([options.seed, i, n]).spawn(reps)
-        for child in children:
-            data_rng = np.random.default_rng(child)
-            design = draw(scenario, n, data_rng)
-            test_seed = int(child.generate_state(1)[0])
-            for m in method_list:
-                res = api.run(design, [K], replace(options, method=m, seed=test_seed))[0]
-                t = tallies[(m, n)]
-                t[0] += int(res.pvalue <= options.alpha)
-                t[1] += res.seconds
-                t[2] += res.n_fits
-            done += 1
-            progress("replications", done, total)
+    for (n, _), per_method in zip(tasks, results):
+        for m, (rejected, seconds, fits) in zip(method_list, per_method):
+            t = tallies[(m, n)]
+            t[0] += rejected
+            t[1] += seconds
+            t[2] += fits
     out = []
     for (m, n), (rej, secs, fits) in tallies.items():
         power = rej / reps
@@ -88,6 +108,48 @@ def curves(
             CurvePoint(m, n, reps, rej, power, float(np.sqrt(power * (1 - power) / reps)), secs / reps, fits / reps)
         )
     return out
+
+
+def _on_dask(scenario, tasks, args, scheduler, workers, processes, progress) -> list:
+    """Run the replications as Dask tasks; results come back in task order whatever order they finish."""
+    from methodkit.core.errors import require
+
+    distributed = require("distributed", "pls")
+    if scheduler == "local":
+        cluster = distributed.LocalCluster(
+            n_workers=workers or 2, threads_per_worker=1, processes=processes, dashboard_address=":0"
+        )
+        client = distributed.Client(cluster)
+    else:
+        try:
+            client = distributed.Client(scheduler, timeout="10s")
+        except OSError as exc:
+            raise UsageError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
+        cluster = None
+    try:
+        shared = client.scatter(scenario, broadcast=True)
+        futures = [client.submit(_replication_one_thread, shared, n, child, *args, pure=False) for n, child in tasks]
+        index = {future.key: i for i, future in enumerate(futures)}
+        results: list = [None] * len(tasks)
+        progress("replications", 0, len(tasks))
+        for done, future in enumerate(distributed.as_completed(futures), start=1):
+            results[index[future.key]] = future.result()
+            progress("replications", done, len(tasks))
+        return results
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _replication_one_thread(*args):
+    """A worker runs one replication per thread: no nested BLAS/Numba threads."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    numba.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        return replication(*args)
 
 
 def n_for_power(points: list[CurvePoint], method: str, target: float = 0.8) -> float | None:
