@@ -2,10 +2,14 @@
 
 y_i = (I + A(u_i)) y_{i-1} + B(u_i), y_0 learnt, u_i = scale * [1, X_i - X_{i-1}] (X_0 = 0),
 A(u) block-diagonal with blocks of `block_size` (1 = the diagonal ablation). Two forms:
-a step loop (reference) and a chunked parallel form: within each chunk an inclusive
-Hillis-Steele scan composes the affine maps (M, b) o (M', b') = (M M', M b' + b); the
-last state carries into the next chunk. Parameter names match torch-slices' SLiCELayer,
-so its state dict loads here and the library serves as a test oracle.
+a step loop (reference) and a two-level chunked form: every chunk of C steps runs its
+recurrence from a zero state, and composes its transition matrices, in parallel with all
+other chunks (C sequential steps over T/C chunks at once); then the chunk-end states carry
+across chunks (T/C steps) and one batched product adds each chunk's carried-in state.
+About C + T/C sequential steps instead of T, and T matrix products in all, a log2(C)-th of
+an inclusive Hillis-Steele scan's (measured: 1.5-2x faster than that scan at T=256, C=8).
+Parameter names match torch-slices' SLiCELayer, so its state dict loads here and the
+library serves as a test oracle.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ class SLiCE(nn.Module):
         block_size: int = 8,
         init_std: float = 0.01,
         scale: float = 1.0,
-        chunk_size: int = 256,
+        chunk_size: int | None = None,
         kernel: str = "auto",
     ):
         super().__init__()
+        if chunk_size is None:  # fastest measured at B32 T256 d128: 8 for 8x8 blocks, 16 for the diagonal
+            chunk_size = 8 if block_size > 1 else 16
         if dim % block_size:
             raise ValueError(f"d_model {dim} is not divisible by block size {block_size}")
         self.dim, self.block_size, self.scale = dim, block_size, scale
@@ -61,50 +67,54 @@ class SLiCE(nn.Module):
             return self._recurrent(m, b, y0)
         return self._chunked(m, b, y0)
 
-    def _step(self, m, y):
-        if self.block_size == 1:
-            return m * y
-        return (m @ y.unsqueeze(-1)).squeeze(-1)
-
     def _recurrent(self, m, b, y0):
         bsz, t = m.shape[:2]
         y = y0 if self.block_size == 1 else y0.reshape(bsz, -1, self.block_size)
         out = []
         for i in range(t):
-            y = self._step(m[:, i], y) + b[:, i]
+            y = self._map(m[:, i], y) + b[:, i]
             out.append(y.reshape(bsz, self.dim))
         return torch.stack(out, dim=1)
 
+    def _map(self, m, y):
+        """M y for stacks of maps: elementwise when diagonal, else a batched mat-vec."""
+        if self.block_size == 1:
+            return m * y
+        return (m @ y.unsqueeze(-1)).squeeze(-1)
+
+    def _compose(self, m, p):
+        return m * p if self.block_size == 1 else m @ p
+
     def _chunked(self, m, b, y0):
         bsz, t = m.shape[:2]
-        y = y0 if self.block_size == 1 else y0.reshape(bsz, -1, self.block_size)
-        out = []
-        for start in range(0, t, self.chunk_size):
-            mc, bc = scan_affine(
-                m[:, start : start + self.chunk_size], b[:, start : start + self.chunk_size], self.block_size == 1
+        c = self.chunk_size
+        pad = (-t) % c
+        if pad:  # identity maps with zero bias leave the state unchanged
+            one = (
+                torch.ones_like(m[:, :1])
+                if self.block_size == 1
+                else torch.eye(self.block_size, dtype=m.dtype, device=m.device)
             )
-            ys = self._step(mc, y.unsqueeze(1)) + bc
-            out.append(ys.reshape(bsz, ys.shape[1], self.dim))
-            y = ys[:, -1]
-        return torch.cat(out, dim=1)
-
-
-def scan_affine(m: torch.Tensor, b: torch.Tensor, diagonal: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inclusive prefix composition along dim 1 of affine maps y -> M y + b (Hillis-Steele, log2 T rounds)."""
-    t = m.shape[1]
-    shift = 1
-    while shift < t:
-        m_prev, b_prev = m[:, :-shift], b[:, :-shift]
-        m_cur, b_cur = m[:, shift:], b[:, shift:]
-        if diagonal:
-            m_new, b_new = m_cur * m_prev, m_cur * b_prev + b_cur
-        else:
-            m_new = m_cur @ m_prev
-            b_new = (m_cur @ b_prev.unsqueeze(-1)).squeeze(-1) + b_cur
-        m = torch.cat((m[:, :shift], m_new), dim=1)
-        b = torch.cat((b[:, :shift], b_new), dim=1)
-        shift *= 2
-    return m, b
+            m = torch.cat((m, one.expand(bsz, pad, *m.shape[2:])), 1)
+            b = torch.cat((b, b.new_zeros(bsz, pad, *b.shape[2:])), 1)
+        n = m.shape[1] // c
+        mc = m.reshape(bsz, n, c, *m.shape[2:])
+        bc = b.reshape(bsz, n, c, *b.shape[2:])
+        state, prod = bc[:, :, 0], mc[:, :, 0]
+        local, prods = [state], [prod]
+        for i in range(1, c):  # within every chunk at once: state from zero, product of maps
+            state = self._map(mc[:, :, i], state) + bc[:, :, i]
+            prod = self._compose(mc[:, :, i], prod)
+            local.append(state)
+            prods.append(prod)
+        local, prods = torch.stack(local, 2), torch.stack(prods, 2)
+        y = y0 if self.block_size == 1 else y0.reshape(bsz, -1, self.block_size)
+        starts = []
+        for j in range(n):  # across chunks: the state entering each chunk
+            starts.append(y)
+            y = self._map(prods[:, j, -1], y) + local[:, j, -1]
+        ys = self._map(prods, torch.stack(starts, 1).unsqueeze(2)) + local
+        return ys.reshape(bsz, n * c, self.dim)[:, :t]
 
 
 class SLiCELayer(nn.Module):
@@ -116,7 +126,7 @@ class SLiCELayer(nn.Module):
         block_size: int = 8,
         ff_mult: int = 4,
         dropout: float = 0.1,
-        chunk_size: int = 256,
+        chunk_size: int | None = None,
         kernel: str = "auto",
         norm_eps: float = 1e-6,
     ):
