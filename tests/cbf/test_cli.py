@@ -142,6 +142,7 @@ def test_head_is_quiet(shell):
     assert proc.returncode == 0 and proc.stderr == b""
 
 
+@pytest.mark.slow  # ~30 s; tests/cbf/test_derivfree.py covers the optimiser in `make test`
 def test_pf_hpl_fit_by_bayesian_optimisation_is_reproducible(run_cli, files):
     args = ["cbf-fit", "fit", files / "a.csv", "--model", "pf-hpl", "--optimizer", "bo"]
     args += ["--particles", "50", "--runs", "1", "--evaluations", "6", "--seed", "2"]

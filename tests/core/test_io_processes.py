@@ -17,8 +17,11 @@ frame = io.read_table("-", sys.argv[1])
 io.write_table(frame, "-", sys.argv[2])
 """
 
+# A shell without job control starts background jobs with SIGINT ignored, and Python then keeps it
+# ignored: restore the interactive default so the SIGINT case tests Ctrl-C, not the launcher.
 SLOW_WRITER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from methodkit.core import io
 with io.atomic_write(sys.argv[1], force=True) as handle:
     handle.write(b"partial")
