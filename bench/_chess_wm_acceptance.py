@@ -29,6 +29,7 @@ def make_data(out: Path, args) -> dict[str, Path]:
     """Book games from the Numba book + heuristic player (train and held-out seeds differ), random games."""
     from methodkit.tools.chess_wm import engine
     from methodkit.tools.chess_wm.data import write_games
+
     paths = {"train": out / "book-train", "book": out / "book-test", "random": out / "random-test"}
     for name, games, seed in (("train", args.train_games, 1000), ("book", args.test_games, 2000)):
         if not (paths[name] / "manifest.json").exists():
@@ -96,8 +97,9 @@ def main() -> int:
         return 0
     tests = {name: load_dataset(paths[name]) for name in ("book", "random")}
     results = out / "results.csv"
-    keep = lambda r: not (r["seed"] in args.seeds and r["arch"] in args.archs)  # noqa: E731
-    rows = [r for r in read_results(results) if keep(r)]  # earlier runs of other (seed, arch) pairs
+    rows = [  # earlier runs of other (seed, arch) pairs
+        r for r in read_results(results) if not (r["seed"] in args.seeds and r["arch"] in args.archs)
+    ]
     for seed in args.seeds:
         for arch in args.archs:
             t0 = time.time()

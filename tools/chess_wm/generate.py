@@ -264,24 +264,21 @@ def _pgn_text(moves, headers: dict) -> str:
     return game.accept(exporter) + "\n\n"
 
 
-def pgn_of_games(games, event: str) -> list[str]:
-    """PGN text of generated data.Game records (token ids replayed through python-chess)."""
+def _pgn_of_tokens(tokens, headers: dict) -> str:
+    """PGN text of one game given as token ids (START first), replayed through python-chess."""
     from methodkit.tools.chess_wm.board import id_to_move
 
-    out = []
-    for game in games:
-        moves = [id_to_move(int(t)) for t in game.tokens[1:]]
-        out.append(_pgn_text(moves, {"Event": event, "Round": game.game_id, "Result": game.result}))
-    return out
+    return _pgn_text([id_to_move(int(t)) for t in tokens[1:]], headers)
+
+
+def pgn_of_games(games, event: str) -> list[str]:
+    """PGN text of generated data.Game records."""
+    return [_pgn_of_tokens(g.tokens, {"Event": event, "Round": g.game_id, "Result": g.result}) for g in games]
 
 
 def pgn_from_tokens(games) -> list[str]:
-    """PGN text of every game in a GameSet (token ids replayed through python-chess)."""
-    from methodkit.tools.chess_wm.board import id_to_move
-
-    out = []
-    for i in range(len(games)):
-        tokens, _ = games.game(i)
-        moves = [id_to_move(int(t)) for t in tokens[1:]]
-        out.append(_pgn_text(moves, {"Event": "chess-wm random", "Round": str(games.game_id[i]), "Result": "*"}))
-    return out
+    """PGN text of every game in a GameSet."""
+    return [
+        _pgn_of_tokens(games.game(i)[0], {"Event": "chess-wm random", "Round": str(games.game_id[i]), "Result": "*"})
+        for i in range(len(games))
+    ]
