@@ -100,3 +100,40 @@ def test_contraction_and_bad_specs(x):
     for spec in ("topk:1.0", "quant:3", "lowrank:0", "nope", "topk"):
         with pytest.raises(UsageError):
             compress.parse(spec, 300)
+
+
+def _reference_topk(a, m, k):
+    """Top-k of |a - m| per row by a full stable sort (ties towards lower columns), indices ascending."""
+    delta = a - m
+    order = np.argsort(-np.abs(delta), axis=1, kind="stable")[:, :k]
+    idx = np.sort(order, axis=1)
+    return idx, np.take_along_axis(delta, idx, axis=1)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["gaussian", "heavy-tail", "ties", "one-hot rows", "sorted rows"],
+)
+def test_sampled_topk_equals_a_full_sort(case):
+    # d = 4096 with k = 5% takes the sampled-threshold path; the other cases force its fallbacks
+    rng = np.random.default_rng(3)
+    rows, d, k = 16, 4096, 205
+    a = rng.standard_normal((rows, d)).astype(np.float32)
+    if case == "heavy-tail":
+        a = rng.standard_cauchy((rows, d)).astype(np.float32)
+    elif case == "ties":
+        a = rng.integers(-3, 4, (rows, d)).astype(np.float32)
+    elif case == "one-hot rows":
+        a = np.zeros((rows, d), np.float32)
+        a[:, 7] = 1.0
+    elif case == "sorted rows":
+        a = np.sort(a, axis=1)
+    m = rng.standard_normal((rows, d)).astype(np.float32) * 0.1
+    want_idx, want_val = _reference_topk(a, m, k)
+    m_after = m.copy()
+    idx, val = ck.delta_topk_update(a, m_after, k)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_array_equal(val, want_val)
+    expected_m = m.copy()
+    np.put_along_axis(expected_m, want_idx, np.take_along_axis(a, want_idx, axis=1), axis=1)
+    np.testing.assert_allclose(m_after, expected_m, rtol=1e-6, atol=1e-6)
