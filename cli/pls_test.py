@@ -63,6 +63,9 @@ def main():
       fixed:W.npy directions are in the units of X's columns.
       Jackknife omnibus p = Holm-adjusted minimum p over the coefficients.
       --device auto runs on the CPU; --device cuda uses the CuPy twins.
+      NB-asymptotic with PLS directions fits all J splits in one pass (each
+        train half a weight column, so every Lanczos step is one GEMM over all
+        splits), weighted or not; other directions loop over the splits.
 
     \b
     EXIT STATUS
@@ -393,9 +396,10 @@ def _write_files(run, design, results, per_split_path, null_path, loadings_path,
     from methodkit.core.errors import UsageError
 
     if per_split_path:
-        rows = [{"method": r.method, "k": r.k, **s} for r in results for s in (r.per_split or [])]
         columns = ["method", "k", "split", "n_train", "n_test", "r", "z", "degenerate", "truncated"]
-        io.write_table(pd.DataFrame(rows, columns=columns), per_split_path, force=run.force)
+        frames = [pd.DataFrame({"method": r.method, "k": r.k, **r.per_split}) for r in results if r.per_split]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+        io.write_table(table[columns], per_split_path, force=run.force)
     if null_path:
         nulls = {f"{r.method}_k{r.k}": r.null for r in results if r.null is not None}
         if not nulls:
