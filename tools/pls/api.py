@@ -245,8 +245,8 @@ def _split_methods(res, X, y, w, K, method, options, ops, rng, progress):
     z = observed.z[:, 0]
     nb = methods.nb_asymptotic(z, *_half_sizes(splits, w))
     res.n_splits, res.n_train, res.n_test = J, splits.n_train, splits.n_test
-    res.mean_r = float(observed.r[:, 0].mean())
-    res.heldout_r2 = float(observed.r2.mean())
+    res.mean_r = float(observed.r[:, 0].sum()) / J
+    res.heldout_r2 = float(observed.r2.sum()) / J
     res.degenerate_splits = int(observed.degenerate[:, 0].sum())
     res.truncated_splits = int(observed.truncated[:, 0].sum())
     res.dropped_columns_per_split = int(observed.dropped.max())

@@ -15,6 +15,8 @@ of every split. It computes what methods.split_pass computes split by split (tes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from methodkit.tools.pls import batch
@@ -22,6 +24,23 @@ from methodkit.tools.pls.methods import SplitPass, Splits
 
 ZERO_SD = 1e-12  # a train column with sd <= ZERO_SD * max(1, |mean|) is constant there (dropped)
 FLAT_Y = 1e-12  # a train half of y with sd below this is flat (degenerate split)
+
+
+class _Bases(Sequence):
+    """W[:, :, j] per split (K x p), made on access: most runs look at one or none of them."""
+
+    def __init__(self, W: np.ndarray):
+        self.W = W
+
+    def __len__(self) -> int:
+        return self.W.shape[2]
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[i] for i in range(*j.indices(len(self)))]
+        if not -len(self) <= j < len(self):
+            raise IndexError(j)
+        return self.W[:, :, j]
 
 
 def observed_pass(X: np.ndarray, y: np.ndarray, splits: Splits, K: int, ops, w: np.ndarray | None = None) -> SplitPass:
@@ -45,7 +64,6 @@ def observed_pass(X: np.ndarray, y: np.ndarray, splits: Splits, K: int, ops, w: 
             batch.MIN_VAR,
         )
     )
-    J = len(r)
     return SplitPass(
         r=r[:, None],
         z=z[:, None],
@@ -53,6 +71,6 @@ def observed_pass(X: np.ndarray, y: np.ndarray, splits: Splits, K: int, ops, w: 
         truncated=(ranks < K)[:, None],
         dropped=dropped,
         r2=r2,
-        W=[W[:, :, j] for j in range(J)],
-        n_fits=J,
+        W=_Bases(W),
+        n_fits=len(r),
     )

@@ -324,14 +324,13 @@ def _lanczos(Xc, mu_c, inv, Mw, Ys, K, tol):
     A = np.empty((p, J))
     before = np.zeros(J)
     dot = np.zeros(J)
-    colsum = np.zeros(J)
+    colsum = np.zeros(J)  # sum of R per split (0 up to rounding: train rows are centred)
     shift = np.zeros(J)
+    for i in range(n):
+        for j in range(J):
+            colsum[j] += R[i, j]
     for k in range(K):
         np.dot(Xc.T, R, G)
-        colsum[:] = 0.0
-        for i in range(n):
-            for j in range(J):
-                colsum[j] += R[i, j]
         before[:] = 0.0
         for c in range(p):
             for j in range(J):
@@ -368,18 +367,18 @@ def _lanczos(Xc, mu_c, inv, Mw, Ys, K, tol):
                 A[c, j] = inv[c, j] * wk
                 shift[j] += mu_c[c, j] * A[c, j]
         np.dot(Xc, A, H)
-        for i in range(n):
+        colsum[:] = 0.0
+        for i in range(n):  # one sweep: scores, next right-hand side, and the train Gram column k
             for j in range(J):
                 u = H[i, j] - shift[j]
                 U[k, i, j] = u
-                R[i, j] = Mw[i, j] * u
-        for a in range(k + 1):
-            for i in range(n):
+                r = Mw[i, j] * u
+                R[i, j] = r
+                colsum[j] += r
+                gtr[k, j] += r * Ys[i, j]
+            for a in range(k + 1):
                 for j in range(J):
                     Gtr[a, k, j] += R[i, j] * U[a, i, j]
-        for i in range(n):
-            for j in range(J):
-                gtr[k, j] += R[i, j] * Ys[i, j]
     return W, U, ranks, Gtr, gtr
 
 
@@ -522,11 +521,11 @@ def _sym_eig(G):
 
 
 @njit(cache=True)
-def gate_gram(X, w):
-    """The small Gram matrix of the standardised X (p x p, or n x n when n < p) and its trace ||X_s||_F^2.
+def gate_standardised(X, w):
+    """The standardised X of the gate (n x q) and its ||X_s||_F^2.
 
     Column moments are weighted with w (population: divided by sum w), rows are scaled by
-    sqrt(w), columns with sd 0 are dropped (no kept column: an empty Gram).
+    sqrt(w), columns with sd 0 are dropped (q = the columns kept).
     """
     n, p = X.shape
     sw = 0.0
@@ -551,16 +550,47 @@ def gate_gram(X, w):
             ss[q] = 1.0 / np.sqrt(ss[c] / sw)
             q += 1
     Xs = np.empty((n, q))
+    frobenius = 0.0
     for i in range(n):
         root = np.sqrt(w[i])
         for t in range(q):
             c = kept[t]
-            Xs[i, t] = (X[i, c] - mu[c]) * ss[t] * root
-    S = Xs.T @ Xs if n >= q else Xs @ Xs.T
-    trace = 0.0
-    for a in range(S.shape[0]):
-        trace += S[a, a]
-    return S, trace
+            v = (X[i, c] - mu[c]) * ss[t] * root
+            Xs[i, t] = v
+            frobenius += v * v
+    return Xs, frobenius
+
+
+@njit(cache=True)
+def power_top_singular(A, max_iter, rtol):
+    """sigma_max(A)^2 = the top eigenvalue of A'A by power iteration on A itself (two GEMVs a step).
+
+    Same start and stopping rule as power_top_eigenvalue on A'A, without forming it: cheap when
+    the top eigenvalue dominates (NIR spectra converge in a few steps). Returns (value, converged).
+    """
+    n, q = A.shape
+    ones = np.ones(q)
+    v = A.T @ (A @ ones)
+    for c in range(q):
+        for i in range(n):
+            v[c] += A[i, c] * A[i, c]
+    norm = np.sqrt((v * v).sum())
+    if not norm > 0.0:
+        return 0.0, False
+    v /= norm
+    for _ in range(max_iter):
+        u = A.T @ (A @ v)
+        value = (v * u).sum()
+        if not value > 0.0:
+            return 0.0, False
+        res = 0.0
+        for c in range(q):
+            d = u[c] - value * v[c]
+            res += d * d
+        if np.sqrt(res) <= rtol * value:
+            return value, True
+        v = u / np.sqrt((u * u).sum())
+    return 0.0, False
 
 
 @njit(cache=True)
