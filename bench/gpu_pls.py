@@ -18,6 +18,7 @@ CASES = [
     # name, n, p, K, options (method, splits J, perms B, folds F)
     ("nb_fused", 215, 100, 3, dict(method="nb", splits=50)),  # Tecator shape: NB's all-splits pass
     ("nb_fused", 4000, 1000, 5, dict(method="nb", splits=50)),
+    ("nb_fused_weighted", 215, 100, 3, dict(method="nb", splits=50)),  # --weights through the same pass
     ("nbperm_k1_gemm", 215, 100, 1, dict(method="nb-perm", splits=50, perms=1000)),
     ("nbperm_k3", 215, 100, 3, dict(method="nb-perm", splits=50, perms=1000)),
     ("nbperm_k3", 1000, 500, 3, dict(method="nb-perm", splits=20, perms=1000)),
@@ -35,7 +36,7 @@ def main() -> int:
     import cupy
 
     from methodkit.tools.pls import api
-    from methodkit.tools.pls.data import from_arrays
+    from methodkit.tools.pls.data import from_arrays, with_weights
     from methodkit.tools.pls.simulate import simulate
 
     print(f"# device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}; CPU: Numba + BLAS, all threads")
@@ -49,6 +50,8 @@ def main() -> int:
     for name, n, p, K, opts in CASES:
         X, y = simulate("toeplitz0.5", n, p, snr=0.3, rng=np.random.default_rng(n + p))
         d = from_arrays(X, y, "sim")
+        if name.endswith("_weighted"):
+            d = with_weights(d, np.random.default_rng(n).uniform(0.5, 2.0, n), "w")
         options = dict(force_nb=True, seed=7, **opts)
         start = time.perf_counter()
         cpu = api.run(d, [K], api.Options(**options))[0]

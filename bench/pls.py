@@ -5,10 +5,14 @@ simulated design of the same shape (said on the first line). One BLAS/Numba thre
   cvq2perm_vs_sklearn   our batched CV-permutation-Q2 (B=1000, F=5, K=3) against a naive loop of
                         sklearn PLSRegression(scale=True) fits (timed on B_REF perms, scaled per fit)
   nb_vs_cvq2perm        NB-asymptotic (J=50) against our own batched CV-permutation-Q2 (B=1000, F=5):
-                        the acceptance ratio (both through api.run, gate included; median of
-                        interleaved pairs, so that both see the same machine load)
+                        the acceptance ratio (both through api.run, gate included). ROUNDS interleaved
+                        rounds of [CV-perm, NB, NB, NB], so both see the same machine load; process CPU
+                        time (one thread) per call. _cputime: median CV-perm / median of the NB call
+                        right after CV-perm (caches evicted by it: the conservative figure); _warm:
+                        against the NB calls that follow another NB call; plain: best wall times
   nb_vs_sklearn_cvq2perm  NB-asymptotic against CV-permutation-Q2 as users run it (the naive sklearn loop)
   nb_fused_vs_loop      NB's all-splits-at-once pass (fused.py) against the split-by-split loop
+  nb_fused_vs_loop_weighted  the same with observation weights (--weights)
   nbperm_k1_gemm        NB-permutation K=1 (J=50, B=1000): one-GEMM route against the refit route
   coef_vs_sklearn       max |coef - sklearn coef| / max |coef| (agreement, not a time)
 """
@@ -27,7 +31,8 @@ from methodkit.tools.pls.data import from_arrays
 from methodkit.tools.pls.simulate import simulate
 
 B_REF = 100  # naive sklearn loop: timed on this many permutations, scaled to B = 1000 per fit
-PAIRS = 7  # interleaved NB / CV-perm timings for the acceptance ratio
+ROUNDS = 15  # interleaved rounds of [CV-perm, NB, NB, NB] for the acceptance ratio
+NB_PER_ROUND = 3
 
 
 def load():
@@ -40,21 +45,23 @@ def load():
     return from_arrays(X, y, "sim"), "simulated toeplitz0.5 215x100 (tecator not fetched)"
 
 
-def timed(f, repeat=1):
+def timed(f, repeat=1, collect=True):
     """Best wall time of `repeat` calls, garbage collector off while timing (as timeit does).
 
     A full collection of this process's heap (pandas, sklearn, numba loaded) costs ~10 ms and
-    lands on whichever call triggers it; that would be noise, not the method's cost.
+    lands on whichever call triggers it; that would be noise, not the method's cost. The
+    process CPU time of the last call is left in `timed.cpu`.
     """
     best = np.inf
     for _ in range(repeat):
-        gc.collect()
+        if collect:
+            gc.collect()
         gc.disable()
         try:
             cpu0, start = time.process_time(), time.perf_counter()
             out = f()
             best = min(best, time.perf_counter() - start)
-            timed.cpu = time.process_time() - cpu0  # CPU time of the last call
+            timed.cpu = time.process_time() - cpu0
         finally:
             gc.enable()
     return best, out
@@ -93,22 +100,29 @@ def main() -> None:
     ref_s, q_ref = timed(lambda: naive_cvq2(d.X, d.y, K, folds, perms))
     ref_full = ref_s * 1001 / (B_REF + 1)
     print(f"cvq2perm_vs_sklearn B=1000,F=5,K=3 {cv_s:.3f} {ref_full:.3f} {ref_full / cv_s:.1f}")
-    # NB and CV-perm interleaved so both see the same machine load. Wall: best of PAIRS each (a
-    # 3 ms run loses a whole scheduler slice to any preemption on a loaded machine); CPU time
-    # (one thread, so = wall on an idle machine): median of PAIRS each.
+    # NB and CV-perm interleaved so both see the same machine load; CPU time of each call (one
+    # thread, so = wall on an idle machine). The first NB of a round runs on caches that the
+    # CV-perm call just evicted (conservative); the others on warm ones.
     nb_opts = api.Options(method="nb", force_nb=True, seed=1)
     cv_opts = api.Options(method="cvq2-perm", perms=1000, seed=1)
-    walls, cpus = [], []
-    for _ in range(PAIRS):
-        for opts in (nb_opts, cv_opts):
-            wall, _ = timed(lambda o=opts: api.run(d, [K], o)[0])
-            walls.append(wall)
-            cpus.append(timed.cpu)
-    nb_s, cv_best = min(walls[0::2]), min(walls[1::2])
-    nb_cpu, cv_cpu = np.median(cpus[0::2]), np.median(cpus[1::2])
+    cv_wall, cv_cpu, nb_wall, nb_cold, nb_warm = [], [], [], [], []
+    for _ in range(ROUNDS):
+        wall, _ = timed(lambda: api.run(d, [K], cv_opts)[0])
+        cv_wall.append(wall)
+        cv_cpu.append(timed.cpu)
+        for i in range(NB_PER_ROUND):
+            wall, _ = timed(lambda: api.run(d, [K], nb_opts)[0], collect=False)
+            nb_wall.append(wall)
+            (nb_warm if i else nb_cold).append(timed.cpu)
+    nb_s, cv_best = min(nb_wall), min(cv_wall)
+    cv_med, cold, warm = np.median(cv_cpu), np.median(nb_cold), np.median(nb_warm)
     print(f"nb_vs_cvq2perm J=50_vs_B=1000,F=5 {nb_s:.4f} {cv_best:.3f} {cv_best / nb_s:.1f}")
-    print(f"nb_vs_cvq2perm_cputime J=50_vs_B=1000,F=5 {nb_cpu:.4f} {cv_cpu:.3f} {cv_cpu / nb_cpu:.1f}")
-    print(f"# nb_vs_cvq2perm: wall best of {PAIRS} interleaved runs each; _cputime: median process CPU time")
+    print(f"nb_vs_cvq2perm_cputime J=50_vs_B=1000,F=5 {cold:.4f} {cv_med:.3f} {cv_med / cold:.1f}")
+    print(f"nb_vs_cvq2perm_cputime_warm J=50_vs_B=1000,F=5 {warm:.4f} {cv_med:.3f} {cv_med / warm:.1f}")
+    print(
+        f"# nb_vs_cvq2perm: {ROUNDS} interleaved rounds; plain = best wall each; _cputime = median CPU time of "
+        f"CV-perm / of the NB call right after it; _warm = / of the {NB_PER_ROUND - 1} NB calls after an NB call"
+    )
     nb = api.run(d, [K], nb_opts)[0]
     print(f"nb_vs_sklearn_cvq2perm J=50_vs_B=1000,F=5 {nb_s:.4f} {ref_full:.3f} {ref_full / nb_s:.0f}")
     ops = batch.operations()
@@ -117,6 +131,13 @@ def main() -> None:
     fused_s, _ = timed(lambda: fused.observed_pass(d.X, d.y, splits, K, ops), repeat=5)
     loop_s, _ = timed(lambda: methods.split_pass(d.X, y1, splits, K, methods.Directions(), ops, observed=True), 5)
     print(f"nb_fused_vs_loop J=50,K=3 {fused_s:.4f} {loop_s:.4f} {loop_s / fused_s:.1f}")
+    w = np.random.default_rng(3).uniform(0.5, 2.0, d.n)
+    fused_s, one = timed(lambda: fused.observed_pass(d.X, d.y, splits, K, ops, w), repeat=5)
+    loop_s, loop = timed(
+        lambda: methods.split_pass(d.X, y1, splits, K, methods.Directions(), ops, observed=True, w=w), 5
+    )
+    print(f"nb_fused_vs_loop_weighted J=50,K=3 {fused_s:.4f} {loop_s:.4f} {loop_s / fused_s:.1f}")
+    print(f"# weighted fused vs loop: max |dz| {np.abs(one.z - loop.z).max():.1e}")
     print(f"# fits: nb {nb.n_fits}, cvq2-perm {cv.n_fits} (ratio {cv.n_fits / nb.n_fits:.0f}); naive-loop Q2 check")
     opts = api.Options(method="nb-perm", perms=1000, seed=1)
     gemm_s, g = timed(lambda: api.run(d, [1], opts)[0])

@@ -63,6 +63,9 @@ def main():
       fixed:W.npy directions are in the units of X's columns.
       Jackknife omnibus p = Holm-adjusted minimum p over the coefficients.
       --device auto runs on the CPU; --device cuda uses the CuPy twins.
+      NB-asymptotic with PLS directions fits all J splits in one pass (each
+        train half a weight column, so every Lanczos step is one GEMM over all
+        splits), weighted or not; other directions loop over the splits.
 
     \b
     EXIT STATUS
@@ -393,9 +396,10 @@ def _write_files(run, design, results, per_split_path, null_path, loadings_path,
     from methodkit.core.errors import UsageError
 
     if per_split_path:
-        rows = [{"method": r.method, "k": r.k, **s} for r in results for s in (r.per_split or [])]
         columns = ["method", "k", "split", "n_train", "n_test", "r", "z", "degenerate", "truncated"]
-        io.write_table(pd.DataFrame(rows, columns=columns), per_split_path, force=run.force)
+        frames = [pd.DataFrame({"method": r.method, "k": r.k, **r.per_split}) for r in results if r.per_split]
+        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+        io.write_table(table[columns], per_split_path, force=run.force)
     if null_path:
         nulls = {f"{r.method}_k{r.k}": r.null for r in results if r.null is not None}
         if not nulls:
@@ -565,6 +569,78 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
         summary = {"alpha": alpha, "k": k, "reps": reps, "scenario": data_source or geometry, "null": null, "n80": n80}
         io.write_json(summary, summary_path, force=run.force)
     run.emit_table(frame)
+
+
+@main.command("bench")
+@click.option(
+    "--data",
+    "data_source",
+    default=None,
+    metavar="DATA",
+    help="Data to time on (default builtin:tecator:fat when fetched, else a simulated 215 x 100 design).",
+)
+@click.option("--target", default=None, help="Response column of --data.")
+@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns of --data by glob.")
+@click.option("-k", "--components", "k", type=int, default=3, show_default=True, help="Components K.")
+@click.option("--splits", type=int, default=50, show_default=True, help="NB splits J.")
+@click.option("--perms", type=int, default=1000, show_default=True, help="CV-permutation B.")
+@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F.")
+@click.option("--rounds", type=int, default=7, show_default=True, help="Interleaved [CV-perm, NB] rounds.")
+@click.option(
+    "--ref-perms",
+    type=int,
+    default=20,
+    show_default=True,
+    help="Permutations the sklearn reference loop is timed on (scaled to B per fit).",
+)
+@common_options("output", "format", "seed", "threads", "force", "meta", "quiet", "verbose")
+def bench(data_source, target, x_glob, k, splits, perms, folds, rounds, ref_perms, **_):
+    """Measure the performance figures in one run: one row per figure (CPU time).
+
+    Rows: cvq2perm_vs_sklearn (our batched CV-permutation-Q2 against a loop of
+    scikit-learn PLSRegression fits), nb_vs_cvq2perm (NB-asymptotic against our
+    CV-permutation-Q2: the issue's >= 50x), nb_vs_sklearn_cvq2perm, the fit counts,
+    and coef_vs_sklearn (max relative difference of the PLS coefficients). Times are
+    process CPU time, medians over interleaved rounds; ratio = ref / ours. Give -j 1
+    for single-thread figures (the README's). scikit-learn is needed for the reference.
+
+    \b
+    EXAMPLES
+      pls-test bench -j 1
+      pls-test bench --data builtin:tecator:protein --rounds 15 -o bench.csv
+      pls-test bench --data spectra.csv --target y -k 2 -j 1 | column -s, -t
+
+    \b
+    EXIT STATUS
+      0  success
+      1  failure while running
+      2  bad usage or bad input data (or scikit-learn missing)
+      130  interrupted
+    """
+    from methodkit.core.errors import UsageError
+
+    if rounds < 1 or ref_perms < 1:
+        raise UsageError(f"--rounds and --ref-perms must be >= 1, got {rounds} and {ref_perms}")
+    import numpy as np
+    import pandas as pd
+
+    from methodkit.tools.pls import benchmark, debian_data
+    from methodkit.tools.pls.data import from_arrays
+    from methodkit.tools.pls.simulate import simulate
+
+    run = Run.from_context()
+    _refuse_existing([run.output], run.force)
+    with _limit_threads(run):
+        if data_source is None and debian_data.parquet_path("tecator").exists():
+            data_source = "builtin:tecator:fat"
+        if data_source is None:
+            X, y = simulate("toeplitz0.5", 215, 100, snr=1.0, rng=np.random.default_rng(run.seed))
+            design = from_arrays(X, y, "simulated toeplitz0.5 215x100")
+        else:
+            design = _load_design(run, data_source, target, x_glob, None, None, False, False)
+        with run.progress() as progress:
+            rows = benchmark.run(design, k, splits, perms, folds, rounds, ref_perms, run.seed, progress)
+    run.emit_table(pd.DataFrame(rows))
 
 
 @main.command("datasets")

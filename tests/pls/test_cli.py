@@ -30,7 +30,7 @@ def _rows(proc):
 def test_help_lists_verbs(run_cli):
     proc = run_cli(["pls-test", "--help"])
     assert proc.returncode == 0
-    for verb in ("test", "sim", "power", "datasets"):
+    for verb in ("test", "sim", "power", "datasets", "bench"):
         assert verb in proc.stdout.decode()
     assert "EXIT STATUS" in run_cli(["pls-test", "test", "--help"]).stdout.decode()
 
@@ -223,3 +223,24 @@ def test_power_local_cluster_equals_sync(run_cli, tmp_path):
     sync, dask = pd.read_csv(tmp_path / "a.csv"), pd.read_csv(tmp_path / "b.csv")
     cols = ["method", "n", "reps", "rejected", "power", "mean_fits"]
     pd.testing.assert_frame_equal(sync[cols], dask[cols])
+
+
+def test_bench_measures_every_figure_in_one_run(run_cli, one_line_error, sim_csv, tmp_path):
+    out = tmp_path / "bench.csv"
+    args = ["pls-test", "bench", "--data", str(sim_csv), "-k", "2", "--perms", "9", "--rounds", "1", "-j", "1"]
+    proc = run_cli([*args, "--ref-perms", "1", "-o", str(out)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    frame = pd.read_csv(out).set_index("case")
+    assert list(frame.index) == [
+        "cvq2perm_vs_sklearn",
+        "nb_vs_cvq2perm",
+        "nb_vs_sklearn_cvq2perm",
+        "fits_nb_vs_cvq2perm",
+        "coef_vs_sklearn",
+    ]
+    assert (frame.loc["fits_nb_vs_cvq2perm", ["ours", "ref"]] == [50, 50]).all()  # J = 50 vs (B + 1) F = 50
+    assert frame.loc["coef_vs_sklearn", "ratio"] < 1e-8
+    times = frame[frame.unit == "cpu_s"]
+    assert (times.ours > 0).all() and np.allclose(times.ratio, times.ref / times.ours)
+    assert frame.loc["nb_vs_cvq2perm", "ref"] == frame.loc["cvq2perm_vs_sklearn", "ours"]
+    one_line_error(run_cli([*args, "--ref-perms", "0"]), "pls-test", "--ref-perms must be >= 1")

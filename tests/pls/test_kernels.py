@@ -123,37 +123,23 @@ def test_rank_exhaustion_is_counted():
     assert out.truncated[0]
 
 
-def test_train_moments_and_heldout_corr_match_reference():
-    n, p, J, K = 40, 9, 7, 3
-    X = RNG.normal(size=(n, p)) * 3 + 5
-    X[:, 2] = 4.0  # constant: sd inf (dropped) on every split
-    orders = np.stack([RNG.permutation(n) for _ in range(J)])
-    train, test = np.sort(orders[:, :20], axis=1), np.sort(orders[:, 20:], axis=1)
-    mu1, sd1 = kernels.train_moments(X, train, 1e-12)
-    mu2, sd2 = kernels_xp.train_moments(X, train, 1e-12)
-    np.testing.assert_allclose(mu1, mu2, atol=1e-12)
-    np.testing.assert_allclose(sd1, sd2, rtol=1e-12)
-    assert np.all(np.isinf(sd1[2])) and np.isfinite(sd1[[0, 1, 3]]).all()
-    expected = X[train[0]].std(axis=0, ddof=1)
-    expected[2] = np.inf
-    np.testing.assert_allclose(sd1[:, 0], expected, rtol=1e-12)
-    U = RNG.normal(size=(K, n, J))
-    U[2, :, 1] = 0.0  # an exhausted score: zero coefficient
-    U[:, :, 4] = 0.0  # no scores at all: flat prediction, degenerate
-    Ys = RNG.normal(size=(n, J))
-    out1 = kernels.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
-    out2 = kernels_xp.heldout_corr(U, Ys, train, test, 1e-12, 0.9999, 1e-15)
-    for a, b in zip(out1, out2):
-        np.testing.assert_allclose(a, b, atol=1e-10)
-    assert out1[2][4] and not out1[2][[0, 1, 2, 3]].any()
-    beta = np.linalg.lstsq(U[:, train[0], 0].T, Ys[train[0], 0], rcond=None)[0]
-    assert out1[0][0] == pytest.approx(np.corrcoef(U[:, test[0], 0].T @ beta, Ys[test[0], 0])[0, 1], abs=1e-12)
+def test_small_symmetric_eigen_and_pseudo_inverse_match_lapack():
+    for K in (1, 2, 3, 5, 8):
+        A = RNG.normal(size=(K + 4, K))
+        G = A.T @ A
+        vals, vecs = kernels._sym_eig(G)
+        order = np.argsort(vals)
+        np.testing.assert_allclose(vals[order], np.linalg.eigvalsh(G), rtol=1e-12, atol=1e-12 * vals.max())
+        np.testing.assert_allclose(vecs.T @ vecs, np.eye(K), atol=1e-13)
+        np.testing.assert_allclose(vecs @ np.diag(vals) @ vecs.T, G, atol=1e-12 * np.abs(G).max())
+        g = RNG.normal(size=K)
+        np.testing.assert_allclose(kernels._pinv_solve(G, g, 1e-12), np.linalg.solve(G, g), rtol=1e-9)
+    G = np.diag([4.0, 0.0, 1.0])  # an exhausted component: its coefficient is 0
+    np.testing.assert_allclose(kernels._pinv_solve(G, np.ones(3), 1e-12), [0.25, 0.0, 1.0])
+    assert not kernels._pinv_solve(np.zeros((3, 3)), np.ones(3), 1e-12).any()
 
 
-@pytest.mark.parametrize("K", [1, 2, 3, 4])
-def test_fused_observed_pass_equals_split_by_split(K):
-    from methodkit.tools.pls import fused, methods
-
+def _fused_case(K, weighted):
     n, p = 50, 12
     rng = np.random.default_rng(K)
     X = rng.normal(size=(n, p)) @ np.linalg.cholesky(0.5 ** np.abs(np.subtract.outer(range(p), range(p)))).T
@@ -163,22 +149,59 @@ def test_fused_observed_pass_equals_split_by_split(K):
     if K == 4:
         X = rng.normal(size=(n, 2)) @ rng.normal(size=(2, p))  # rank 2: every split truncates at K = 4
         y = np.where(np.arange(n) < 2, 1.0, 0.0)  # splits with both 1s on one side are flat there (degenerate)
+    w = None
+    if weighted:
+        w = rng.uniform(0.2, 3.0, n)
+        w[[4, 9]] = 0.0  # rows left out
+    return X, y, w, rng
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_fused_observed_pass_equals_split_by_split(K, weighted):
+    """The all-splits pass (Numba, and its NumPy/CuPy twin) = the per-split loop, weighted or not."""
+    from methodkit.tools.pls import fused, methods
+
+    X, y, w, rng = _fused_case(K, weighted)
+    n = len(y)
     splits = methods.draw_splits(n, K, 40, rng)
-    loop = methods.split_pass(X, y[:, None].copy(), splits, K, methods.Directions(), batch.operations(), observed=True)
+    loop = methods.split_pass(
+        X, y[:, None].copy(), splits, K, methods.Directions(), batch.operations(), observed=True, w=w
+    )
     for ops in (batch.operations(), batch.reference_operations()):
-        one = fused.observed_pass(X, y, splits, K, ops)
-        np.testing.assert_allclose(one.z, loop.z, atol=1e-10)
-        np.testing.assert_allclose(one.r, loop.r, atol=1e-10)
-        np.testing.assert_allclose(one.r2, loop.r2, atol=1e-9)
+        one = fused.observed_pass(X, y, splits, K, ops, w)
+        np.testing.assert_allclose(one.z, loop.z, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(one.r, loop.r, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(one.r2, loop.r2, rtol=0, atol=1e-10)
         np.testing.assert_array_equal(one.degenerate, loop.degenerate)
         np.testing.assert_array_equal(one.truncated, loop.truncated)
         np.testing.assert_array_equal(one.dropped, loop.dropped)
         for a, b in zip(one.W, loop.W):
-            np.testing.assert_allclose(a, b, atol=1e-9)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
     if K == 4:
         assert loop.truncated.all() and 0 < loop.degenerate.sum() < 40
     else:
         assert loop.dropped.min() >= 1 and not loop.degenerate.any()
+
+
+def test_fused_weighted_moments_see_near_constant_columns():
+    """A column constant on a train half is dropped even where the one-pass variance cancels (two-pass redo)."""
+    from methodkit.tools.pls import fused, methods
+
+    rng = np.random.default_rng(5)
+    n, p = 40, 6
+    X = rng.normal(size=(n, p))
+    X[:, 2] = np.where(np.arange(n) < 3, 5.0, 0.0)  # 0 on a train half that misses rows 0-2: sd exactly 0
+    y = X[:, 0] + rng.normal(size=n)
+    w = rng.uniform(0.5, 2.0, n)
+    splits = methods.draw_splits(n, 2, 40, rng)
+    one = fused.observed_pass(X, y, splits, 2, batch.operations(), w)
+    loop = methods.split_pass(
+        X, y[:, None].copy(), splits, 2, methods.Directions(), batch.operations(), observed=True, w=w
+    )
+    np.testing.assert_array_equal(one.dropped, loop.dropped)
+    assert 0 < one.dropped.sum() < 40
+    np.testing.assert_allclose(one.z, loop.z, rtol=0, atol=1e-10)
 
 
 def test_device_path_with_numpy_twins_equals_numba_path(monkeypatch):

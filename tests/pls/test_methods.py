@@ -194,7 +194,7 @@ def test_weights_constant_equals_unweighted_on_every_path():
     d1 = with_weights(_design(n=60, p=15), np.full(60, 2.5), "w")
     for method in ("nb", "nb-perm", "cvq2-perm", "jackknife"):
         opts = api.Options(method=method, force_nb=True, perms=30, splits=8, segments=8, rotate="varimax", seed=2)
-        a, b = api.run(d0, [2], opts)[0], api.run(d1, [2], opts)[0]  # nb: fused route vs weighted split loop
+        a, b = api.run(d0, [2], opts)[0], api.run(d1, [2], opts)[0]
         assert a.statistic == pytest.approx(b.statistic, abs=1e-12)
         assert a.pvalue == pytest.approx(b.pvalue, abs=1e-12)
         assert b.rotation_delta <= 1e-9

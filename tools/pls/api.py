@@ -75,7 +75,7 @@ class TestResult:
     exploratory: bool = False  # K was selected on the same data (--select-k)
     selection: dict | None = None
     # files the CLI may write on request (not part of the JSON row)
-    per_split: list | None = field(default=None, repr=False)
+    per_split: dict | None = field(default=None, repr=False)  # column name -> J values
     null: np.ndarray | None = field(default=None, repr=False)
     coef_table: dict | None = field(default=None, repr=False)
     basis: np.ndarray | None = field(default=None, repr=False)
@@ -172,10 +172,12 @@ class _Streams(dict):
 
     def __init__(self, seed: int):
         super().__init__()
-        self.children = dict(zip(self.NAMES, np.random.SeedSequence(seed).spawn(len(self.NAMES))))
+        self.seed = seed
 
     def __missing__(self, name: str) -> np.random.Generator:
-        self[name] = rng = np.random.default_rng(self.children[name])
+        # child i of SeedSequence(seed).spawn(...), made alone: the same stream, without spawning all six
+        child = np.random.SeedSequence(self.seed, spawn_key=(self.NAMES.index(name),))
+        self[name] = rng = np.random.default_rng(child)
         return rng
 
 
@@ -222,9 +224,9 @@ def _split_methods(res, X, y, w, K, method, options, ops, rng, progress):
     if J < 2:
         raise UsageError(f"--splits must be >= 2, got {J}")
     splits = methods.draw_splits(len(y), K, J, rng["splits"])
-    if options.directions.kind == "pls" and w is None:  # all splits in one batched pass (fused.py)
+    if options.directions.kind == "pls":  # all splits in one batched pass (fused.py), weighted or not
         progress("splits", 0, 1)
-        observed = fused.observed_pass(X, y, splits, K, ops)
+        observed = fused.observed_pass(X, y, splits, K, ops, w)
         progress("splits", 1, 1)
     else:
         observed = methods.split_pass(
@@ -243,24 +245,21 @@ def _split_methods(res, X, y, w, K, method, options, ops, rng, progress):
     z = observed.z[:, 0]
     nb = methods.nb_asymptotic(z, *_half_sizes(splits, w))
     res.n_splits, res.n_train, res.n_test = J, splits.n_train, splits.n_test
-    res.mean_r = float(observed.r[:, 0].mean())
-    res.heldout_r2 = float(observed.r2.mean())
+    res.mean_r = float(observed.r[:, 0].sum()) / J
+    res.heldout_r2 = float(observed.r2.sum()) / J
     res.degenerate_splits = int(observed.degenerate[:, 0].sum())
     res.truncated_splits = int(observed.truncated[:, 0].sum())
     res.dropped_columns_per_split = int(observed.dropped.max())
     res.rho_hat = nb.rho_hat
-    res.per_split = [
-        {
-            "split": j,
-            "n_train": splits.n_train,
-            "n_test": splits.n_test,
-            "r": float(observed.r[j, 0]),
-            "z": float(z[j]),
-            "degenerate": bool(observed.degenerate[j, 0]),
-            "truncated": bool(observed.truncated[j, 0]),
-        }
-        for j in range(J)
-    ]
+    res.per_split = {  # columns; the CLI writes them with --per-split
+        "split": np.arange(J),
+        "n_train": np.full(J, splits.n_train),
+        "n_test": np.full(J, splits.n_test),
+        "r": observed.r[:, 0],
+        "z": z,
+        "degenerate": observed.degenerate[:, 0],
+        "truncated": observed.truncated[:, 0],
+    }
     res.basis = observed.W[0] if observed.W else None
     if method == "nb":
         res.statistic, res.t, res.df, res.pvalue = nb.statistic, nb.t, nb.df, nb.pvalue

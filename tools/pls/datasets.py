@@ -1,8 +1,8 @@
-"""PLS regression data sets from Debian's r-cran-caret / r-cran-pls, once fetched.
+"""PLS regression data sets from Debian's r-cran-caret / r-cran-pls (`pls-test datasets --fetch`).
 
-They are registered with methodkit.core.datasets only when `pls-test datasets --fetch`
-has put their Parquet files in the cache (they are not shipped by an installed Python
-package, and `methodkit-data list` loads every registered set). `pls-test` reaches them as
+All are registered with methodkit.core.datasets, so `methodkit-data list` shows them with
+their source and licence; until fetched their loader raises DataError, which the listing
+shows as "unavailable: ... run 'pls-test datasets --fetch'". `pls-test` reaches them as
 `builtin:NAME[:target]`, with the X columns below as the default.
 """
 
@@ -93,5 +93,4 @@ def _loader(name: str):
 
 
 for _set in SETS:
-    if debian_data.parquet_path(_set.name).exists():
-        register(Dataset(_set.name, _loader(_set.name), _set.package, _set.licence, _set.description, _set.target))
+    register(Dataset(_set.name, _loader(_set.name), _set.package, _set.licence, _set.description, _set.target))

@@ -7,7 +7,7 @@ reroutes NB-asymptotic to NB-permutation unless the user forces it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,28 +24,27 @@ class Gate:
     n_eff: float
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"fired": self.fired, "reason": self.reason, "stable_rank": self.stable_rank, "n_eff": self.n_eff}
 
 
 def stable_rank(X: np.ndarray, w: np.ndarray | None = None) -> float:
     """||X_s||_F^2 / sigma_max(X_s)^2 for X standardised column-wise (zero-variance columns dropped).
 
-    With weights the moments are weighted and the rows scaled by sqrt(w).
+    With weights the moments are weighted and the rows scaled by sqrt(w). sigma_max^2 by a few
+    power steps on X_s itself when the top eigenvalue dominates (NIR: 3 steps), else from the
+    small Gram matrix (`top_eigenvalue`).
     """
-    if w is None:
-        mu, sd = X.mean(axis=0), X.std(axis=0)
-    else:
-        mu = (w @ X) / w.sum()
-        sd = np.sqrt((w @ (X - mu) ** 2) / w.sum())
-    keep = sd > 0
-    if not keep.any():
+    from methodkit.tools.pls import kernels
+
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    weights = np.ones(X.shape[0]) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+    Xs, frobenius = kernels.gate_standardised(X, weights)
+    if Xs.shape[1] == 0:
         return 0.0
-    Xs = (X[:, keep] - mu[keep]) / sd[keep]
-    if w is not None:
-        Xs = Xs * np.sqrt(w)[:, None]
-    small = Xs.T @ Xs if Xs.shape[0] >= Xs.shape[1] else Xs @ Xs.T
-    top = top_eigenvalue(small)
-    return float(np.trace(small) / top) if top > 0 else 0.0
+    top, converged = kernels.power_top_singular(Xs, 10, 1e-8)
+    if not converged:
+        top = top_eigenvalue(Xs.T @ Xs if Xs.shape[0] >= Xs.shape[1] else Xs @ Xs.T)
+    return float(frobenius / top) if top > 0 else 0.0
 
 
 def top_eigenvalue(S: np.ndarray, max_iter: int = 100) -> float:
@@ -55,19 +54,11 @@ def top_eigenvalue(S: np.ndarray, max_iter: int = 100) -> float:
     in NIR spectra): accepted once the residual ||S v - lambda v|| <= 1e-8 lambda, where the
     Rayleigh quotient is exact to ~1e-16 relative. Otherwise the full eigvalsh.
     """
-    v = S.sum(axis=1) + S.diagonal()  # positive start with weight on the dominant directions
-    norm = np.linalg.norm(v)
-    if norm > 0:
-        v = v / norm
-        for _ in range(max_iter):
-            w = S @ v
-            value = float(v @ w)
-            if not value > 0:
-                break
-            if np.linalg.norm(w - value * v) <= 1e-8 * value:
-                return value
-            v = w / np.linalg.norm(w)
-    return float(np.linalg.eigvalsh(S)[-1])
+    from methodkit.tools.pls import kernels
+
+    S = np.ascontiguousarray(S, dtype=np.float64)
+    value, converged = kernels.power_top_eigenvalue(S, max_iter, 1e-8)
+    return float(value) if converged else float(np.linalg.eigvalsh(S)[-1])
 
 
 def check(X: np.ndarray, w: np.ndarray | None = None) -> Gate:

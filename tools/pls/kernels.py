@@ -76,16 +76,7 @@ def refit_coefficients(T, Y, rcond):
             for i in range(n):
                 s += T[a, i, t] * Y[i, b]
             r[a] = s
-        vals, vecs = np.linalg.eigh(G)
-        top = vals[K - 1]
-        for a in range(K):
-            if vals[a] > rcond * top and vals[a] > 0.0:
-                proj = 0.0
-                for c in range(K):
-                    proj += vecs[c, a] * r[c]
-                proj /= vals[a]
-                for c in range(K):
-                    beta[b, c] += vecs[c, a] * proj
+        beta[b] = _pinv_solve(G, r, rcond)
     return beta
 
 
@@ -193,82 +184,224 @@ def sum_squares_columns(A, Y):
 
 
 # ---------------------------------------------------------------- every split of one y at once (NB)
+#
+# One function, no threads: the J splits of NB differ only in which rows are train rows, so
+# with the train half of split j as a weight column Mw[:, j] (w_i on its train rows, 0 elsewhere)
+# every product of the held-out refit is one GEMM over all splits (see fused.py). The loops in
+# between run over splits innermost, on contiguous p x J / n x J blocks, so they vectorise.
 
 
-@njit(cache=True, parallel=True)
-def train_moments(X, train, min_rel):
-    """Mean and sd (ddof=1, two-pass) of every column of X over each split's train rows: p x J each.
+@njit(cache=True)
+def nb_all_splits(X, y, w, train, test, K, zero_sd, flat_y, tol, rcond, clip, min_var):
+    """PLS1 held-out refit of y on every split at once (NB-asymptotic's observed pass).
 
-    A column whose sd <= min_rel * max(1, |mean|) is constant on that train half: its sd is
-    inf, so 1/sd = 0 drops it from that split (as standardize_split does).
+    X (n x p), y (n), w (n) observation weights (ones = unweighted), train (J x m) and test
+    (J x m2) row indices. Returns r, z, degenerate, held-out R^2 (J each), the bases W
+    (K x p x J, standardised space), the rank reached per split and the dropped columns per split.
+    Same numbers as the split-by-split loop (methods.split_pass), up to rounding.
     """
+    J = train.shape[0]
+    centre, Xc, Mw, S0 = _centred_and_masks(X, w, train)
+    mu_c, inv, dropped = _split_moments(centre, Xc, Mw, S0, w, train, zero_sd)
+    Ys, flat = _standardised_y(y, w, train, S0, flat_y)
+    W, U, ranks, Gtr, gtr = _lanczos(Xc, mu_c, inv, Mw, Ys, K, tol)
+    r, z, bad, r2 = _refit_and_score(U, Ys, w, test, Gtr, gtr, rcond, clip, min_var)
+    for j in range(J):
+        bad[j] = bad[j] or flat[j]
+        if bad[j]:
+            r[j] = 0.0
+            z[j] = 0.0
+    return r, z, bad, r2, W, ranks, dropped
+
+
+@njit(cache=True)
+def _centred_and_masks(X, w, train):
+    """Global column means, X minus them (keeps the GEMMs well conditioned), Mw and the sum of w per split."""
     n, p = X.shape
     J, m = train.shape
-    mu = np.zeros((p, J))
-    sd = np.zeros((p, J))
-    for j in prange(J):
-        s = np.zeros(p)
+    centre = np.zeros(p)
+    for i in range(n):
+        for c in range(p):
+            centre[c] += X[i, c]
+    for c in range(p):
+        centre[c] /= n
+    Xc = np.empty((n, p))
+    for i in range(n):
+        for c in range(p):
+            Xc[i, c] = X[i, c] - centre[c]
+    Mw = np.zeros((n, J))
+    S0 = np.zeros(J)
+    for j in range(J):
         for t in range(m):
             i = train[j, t]
-            for c in range(p):
-                s[c] += X[i, c]
-        for c in range(p):
-            s[c] /= m
-        ss = np.zeros(p)
-        for t in range(m):
-            i = train[j, t]
-            for c in range(p):
-                d = X[i, c] - s[c]
-                ss[c] += d * d
-        for c in range(p):
-            mu[c, j] = s[c]
-            v = np.sqrt(ss[c] / (m - 1))
-            sd[c, j] = np.inf if v <= min_rel * max(1.0, abs(s[c])) else v
-    return mu, sd
+            Mw[i, j] = w[i]
+            S0[j] += w[i]
+    return centre, Xc, Mw, S0
 
 
-@njit(cache=True, parallel=True)
-def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
-    """Per split j: OLS of Ys[train_j, j] on the K train scores U[:, train_j, j], predict the test rows,
+@njit(cache=True)
+def _split_moments(centre, Xc, Mw, S0, w, train, zero_sd):
+    """Weighted train-half mean (of Xc) and 1/sd of every column on every split, p x J each.
 
-    Pearson r with Ys[test_j, j], z = atanh(clip(r)), degenerate flag, and held-out R^2 about
-    the train mean (Ys is train-standardised). U (K x n x J) holds the scores of every row.
+    sd is m/(m-1) x the weighted variance (unit weights: ddof=1). Sums come from two GEMMs;
+    where the one-pass variance loses more than three digits to cancellation (a column
+    (nearly) constant on that train half) it is recomputed two-pass over the train rows. A
+    column with sd <= zero_sd x max(1, |mean|) is constant there: 1/sd = 0 drops it.
     """
+    n, p = Xc.shape
+    J, m = train.shape
+    S1 = np.dot(Xc.T, Mw)
+    S2 = np.dot((Xc * Xc).T, Mw)
+    mu_c = np.empty((p, J))
+    inv = np.empty((p, J))
+    dropped = np.zeros(J, dtype=np.int64)
+    for c in range(p):
+        for j in range(J):
+            mu = S1[c, j] / S0[j]
+            ss = S2[c, j] - S0[j] * mu * mu
+            if ss <= 1e-3 * S2[c, j]:
+                ss = 0.0
+                for t in range(m):
+                    i = train[j, t]
+                    d = Xc[i, c] - mu
+                    ss += w[i] * d * d
+            sd = np.sqrt(ss / S0[j] * m / (m - 1))
+            mu_c[c, j] = mu
+            if sd <= zero_sd * max(1.0, abs(mu + centre[c])):
+                inv[c, j] = 0.0
+                dropped[j] += 1
+            else:
+                inv[c, j] = 1.0 / sd
+    return mu_c, inv, dropped
+
+
+@njit(cache=True)
+def _standardised_y(y, w, train, S0, flat_y):
+    """y standardised with each split's weighted train mean and sd (n x J); flags flat train halves."""
+    n = y.shape[0]
+    J, m = train.shape
+    Ys = np.empty((n, J))
+    flat = np.zeros(J, dtype=np.bool_)
+    for j in range(J):
+        mu = 0.0
+        for t in range(m):
+            i = train[j, t]
+            mu += w[i] * y[i]
+        mu /= S0[j]
+        ss = 0.0
+        for t in range(m):
+            i = train[j, t]
+            d = y[i] - mu
+            ss += w[i] * d * d
+        sd = np.sqrt(ss / S0[j] * m / (m - 1))
+        if sd < flat_y:
+            flat[j] = True
+            sd = 1.0
+        for i in range(n):
+            Ys[i, j] = (y[i] - mu) / sd
+    return Ys, flat
+
+
+@njit(cache=True)
+def _lanczos(Xc, mu_c, inv, Mw, Ys, K, tol):
+    """Golub-Kahan / Lanczos PLS1 on every split: W (K x p x J), scores U (K x n x J) of every row, ranks,
+    and the weighted train Gram of the scores Gtr (K x K x J) and their products with y gtr (K x J).
+
+    Split j's standardised X is (Xc - mu_c[:, j]) * inv[:, j]; its weighted X'(w u) over the train
+    rows is inv * (Xc'(Mw u) - mu_c sum(Mw u)), and its scores X w are Xc (inv w) - mu_c'(inv w).
+    """
+    n, p = Xc.shape
+    J = Mw.shape[1]
+    W = np.zeros((K, p, J))
+    U = np.empty((K, n, J))
+    Gtr = np.zeros((K, K, J))
+    gtr = np.zeros((K, J))
+    ranks = np.full(J, K)
+    R = Mw * Ys
+    G = np.empty((p, J))
+    H = np.empty((n, J))
+    V = np.empty((p, J))
+    A = np.empty((p, J))
+    before = np.zeros(J)
+    dot = np.zeros(J)
+    colsum = np.zeros(J)  # sum of R per split (0 up to rounding: train rows are centred)
+    shift = np.zeros(J)
+    for i in range(n):
+        for j in range(J):
+            colsum[j] += R[i, j]
+    for k in range(K):
+        np.dot(Xc.T, R, G)
+        before[:] = 0.0
+        for c in range(p):
+            for j in range(J):
+                v = inv[c, j] * (G[c, j] - mu_c[c, j] * colsum[j])
+                V[c, j] = v
+                before[j] += v * v
+        for _ in range(2):  # classical Gram-Schmidt twice: full re-orthogonalisation
+            for a in range(k):
+                dot[:] = 0.0
+                for c in range(p):
+                    for j in range(J):
+                        dot[j] += W[a, c, j] * V[c, j]
+                for c in range(p):
+                    for j in range(J):
+                        V[c, j] -= dot[j] * W[a, c, j]
+        after = np.zeros(J)
+        for c in range(p):
+            for j in range(J):
+                after[j] += V[c, j] * V[c, j]
+        for j in range(J):
+            b = np.sqrt(before[j])
+            after[j] = np.sqrt(after[j])
+            if b == 0.0 or after[j] <= tol * b:  # Krylov space exhausted: zero direction, rank k
+                after[j] = 0.0
+                if ranks[j] == K:
+                    ranks[j] = k
+            else:
+                after[j] = 1.0 / after[j]
+        shift[:] = 0.0
+        for c in range(p):
+            for j in range(J):
+                wk = V[c, j] * after[j]
+                W[k, c, j] = wk
+                A[c, j] = inv[c, j] * wk
+                shift[j] += mu_c[c, j] * A[c, j]
+        np.dot(Xc, A, H)
+        colsum[:] = 0.0
+        for i in range(n):  # one sweep: scores, next right-hand side, and the train Gram column k
+            for j in range(J):
+                u = H[i, j] - shift[j]
+                U[k, i, j] = u
+                r = Mw[i, j] * u
+                R[i, j] = r
+                colsum[j] += r
+                gtr[k, j] += r * Ys[i, j]
+            for a in range(k + 1):
+                for j in range(J):
+                    Gtr[a, k, j] += R[i, j] * U[a, i, j]
+    return W, U, ranks, Gtr, gtr
+
+
+@njit(cache=True)
+def _refit_and_score(U, Ys, w, test, Gtr, gtr, rcond, clip, min_var):
+    """Per split: beta = Gtr^+ gtr (symmetric pseudo-inverse), predict the test rows, weighted Pearson r,
+    z = atanh(clip(r)), degenerate flag, and the weighted held-out R^2 about the train mean (Ys is
+    train-standardised)."""
     K, n, J = U.shape
-    m1 = train.shape[1]
     m2 = test.shape[1]
     r = np.zeros(J)
     z = np.zeros(J)
     r2 = np.zeros(J)
     bad = np.zeros(J, dtype=np.bool_)
-    for j in prange(J):
-        G = np.zeros((K, K))
-        g = np.zeros(K)
+    G = np.empty((K, K))
+    yhat = np.empty(m2)
+    for j in range(J):
         for a in range(K):
             for c in range(a, K):
-                s = 0.0
-                for t in range(m1):
-                    i = train[j, t]
-                    s += U[a, i, j] * U[c, i, j]
-                G[a, c] = s
-                G[c, a] = s
-            s = 0.0
-            for t in range(m1):
-                i = train[j, t]
-                s += U[a, i, j] * Ys[i, j]
-            g[a] = s
-        vals, vecs = np.linalg.eigh(G)
-        beta = np.zeros(K)
-        top = vals[K - 1]
-        for a in range(K):
-            if vals[a] > rcond * top and vals[a] > 0.0:
-                proj = 0.0
-                for c in range(K):
-                    proj += vecs[c, a] * g[c]
-                proj /= vals[a]
-                for c in range(K):
-                    beta[c] += vecs[c, a] * proj
-        yhat = np.zeros(m2)
+                G[a, c] = Gtr[a, c, j]
+                G[c, a] = Gtr[a, c, j]
+        beta = _pinv_solve(G, gtr[:, j], rcond)
+        sw = 0.0
         ma = 0.0
         my = 0.0
         press = 0.0
@@ -279,24 +412,27 @@ def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
             for a in range(K):
                 acc += beta[a] * U[a, i, j]
             yhat[t] = acc
-            ma += acc
-            my += Ys[i, j]
+            wi = w[i]
+            sw += wi
+            ma += wi * acc
+            my += wi * Ys[i, j]
             d = acc - Ys[i, j]
-            press += d * d
-            total += Ys[i, j] * Ys[i, j]
+            press += wi * d * d
+            total += wi * Ys[i, j] * Ys[i, j]
         r2[j] = 1.0 - press / max(total, 1e-300)
-        ma /= m2
-        my /= m2
+        ma /= sw
+        my /= sw
         saa = 0.0
         syy = 0.0
         say = 0.0
         for t in range(m2):
+            i = test[j, t]
             da = yhat[t] - ma
-            dy = Ys[test[j, t], j] - my
-            saa += da * da
-            syy += dy * dy
-            say += da * dy
-        if saa / m2 < min_var or syy / m2 < min_var or not np.isfinite(saa + syy + say):
+            dy = Ys[i, j] - my
+            saa += w[i] * da * da
+            syy += w[i] * dy * dy
+            say += w[i] * da * dy
+        if saa / sw < min_var or syy / sw < min_var or not np.isfinite(saa + syy + say):
             bad[j] = True
             continue
         rho = say / np.sqrt(saa * syy)
@@ -307,36 +443,183 @@ def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
 
 
 @njit(cache=True)
-def lanczos_all_splits(Xc, mu_c, inv, mask, Ys, K, tol):
-    """PLS1 bases of every split at once (the NB pass): W (K x p x J), scores U (K x n x J), ranks (J).
+def _pinv_solve(G, g, rcond):
+    """G^+ g for a small symmetric PSD G (K x K): eigenvalues <= rcond x the largest count as zero.
 
-    Split j is the 0/1 train mask column mask[:, j]; its standardised X is (Xc - mu_c[:, j]) * inv[:, j].
-    Each step is one GEMM X'(mask * u) and one GEMM X (inv * w) over all splits (BLAS), the
-    per-column algebra in between is loops; see fused.py for the identities.
+    The eigen-decomposition is cyclic Jacobi (`_sym_eig`): for K of a few, a LAPACK call
+    from Numba costs more in set-up than the whole rotation sweep.
     """
-    n, p = Xc.shape
-    J = mask.shape[1]
-    W = np.zeros((K, p, J))
-    U = np.zeros((K, n, J))
-    ranks = np.full(J, K)
-    XcT = Xc.T
-    R = mask * Ys
-    for k in range(K):
-        G = XcT @ R
-        colsum = R.sum(axis=0)
-        V = np.empty((p, J))
+    K = G.shape[0]
+    vals, vecs = _sym_eig(G)
+    top = 0.0
+    for a in range(K):
+        top = max(top, vals[a])
+    beta = np.zeros(K)
+    for a in range(K):
+        if vals[a] > rcond * top and vals[a] > 0.0:
+            proj = 0.0
+            for c in range(K):
+                proj += vecs[c, a] * g[c]
+            proj /= vals[a]
+            for c in range(K):
+                beta[c] += vecs[c, a] * proj
+    return beta
+
+
+@njit(cache=True)
+def _sym_eig(G):
+    """Eigenvalues (unsorted) and eigenvectors (columns) of a small symmetric matrix, cyclic Jacobi.
+
+    Rotations (Golub & Van Loan, Algorithm 8.5.2) until the off-diagonal mass is below
+    1e-32 of the total (quadratic convergence: a handful of sweeps for K <= 20).
+    """
+    K = G.shape[0]
+    A = G.copy()
+    V = np.eye(K)
+    total = 0.0
+    for a in range(K):
+        for c in range(K):
+            total += A[a, c] * A[a, c]
+    for _ in range(100):
+        off = 0.0
+        for a in range(K):
+            for c in range(a + 1, K):
+                off += A[a, c] * A[a, c]
+        if off <= 1e-32 * total:
+            break
+        for a in range(K - 1):
+            for c in range(a + 1, K):
+                apq = A[a, c]
+                if apq == 0.0:
+                    continue
+                tau = (A[c, c] - A[a, a]) / (2.0 * apq)
+                t = 1.0 / (tau + np.sqrt(1.0 + tau * tau)) if tau >= 0 else -1.0 / (-tau + np.sqrt(1.0 + tau * tau))
+                cs = 1.0 / np.sqrt(1.0 + t * t)
+                sn = t * cs
+                for i in range(K):  # A <- A J
+                    x = A[i, a]
+                    v = A[i, c]
+                    A[i, a] = cs * x - sn * v
+                    A[i, c] = sn * x + cs * v
+                for i in range(K):  # A <- J' A
+                    x = A[a, i]
+                    v = A[c, i]
+                    A[a, i] = cs * x - sn * v
+                    A[c, i] = sn * x + cs * v
+                for i in range(K):  # V <- V J
+                    x = V[i, a]
+                    v = V[i, c]
+                    V[i, a] = cs * x - sn * v
+                    V[i, c] = sn * x + cs * v
+    vals = np.empty(K)
+    for a in range(K):
+        vals[a] = A[a, a]
+    return vals, V
+
+
+# ---------------------------------------------------------------- the gate's stable rank
+
+
+@njit(cache=True)
+def gate_standardised(X, w):
+    """The standardised X of the gate (n x q) and its ||X_s||_F^2.
+
+    Column moments are weighted with w (population: divided by sum w), rows are scaled by
+    sqrt(w), columns with sd 0 are dropped (q = the columns kept).
+    """
+    n, p = X.shape
+    sw = 0.0
+    for i in range(n):
+        sw += w[i]
+    mu = np.zeros(p)
+    for i in range(n):
         for c in range(p):
-            for j in range(J):
-                V[c, j] = inv[c, j] * (G[c, j] - mu_c[c, j] * colsum[j])
-        ex = orthonormalize_step(V, W, k, tol)
-        for j in range(J):
-            if ex[j] and ranks[j] == K:
-                ranks[j] = k
-        A = inv * W[k]
-        H = Xc @ A
-        shift = (mu_c * A).sum(axis=0)
+            mu[c] += w[i] * X[i, c]
+    for c in range(p):
+        mu[c] /= sw
+    ss = np.zeros(p)
+    for i in range(n):
+        for c in range(p):
+            d = X[i, c] - mu[c]
+            ss[c] += w[i] * d * d
+    kept = np.zeros(p, dtype=np.int64)
+    q = 0
+    for c in range(p):
+        if ss[c] > 0.0:
+            kept[q] = c
+            ss[q] = 1.0 / np.sqrt(ss[c] / sw)
+            q += 1
+    Xs = np.empty((n, q))
+    frobenius = 0.0
+    for i in range(n):
+        root = np.sqrt(w[i])
+        for t in range(q):
+            c = kept[t]
+            v = (X[i, c] - mu[c]) * ss[t] * root
+            Xs[i, t] = v
+            frobenius += v * v
+    return Xs, frobenius
+
+
+@njit(cache=True)
+def power_top_singular(A, max_iter, rtol):
+    """sigma_max(A)^2 = the top eigenvalue of A'A by power iteration on A itself (two GEMVs a step).
+
+    Same start and stopping rule as power_top_eigenvalue on A'A, without forming it: cheap when
+    the top eigenvalue dominates (NIR spectra converge in a few steps). Returns (value, converged).
+    """
+    n, q = A.shape
+    ones = np.ones(q)
+    v = A.T @ (A @ ones)
+    for c in range(q):
         for i in range(n):
-            for j in range(J):
-                U[k, i, j] = H[i, j] - shift[j]
-                R[i, j] = mask[i, j] * U[k, i, j]
-    return W, U, ranks
+            v[c] += A[i, c] * A[i, c]
+    norm = np.sqrt((v * v).sum())
+    if not norm > 0.0:
+        return 0.0, False
+    v /= norm
+    for _ in range(max_iter):
+        u = A.T @ (A @ v)
+        value = (v * u).sum()
+        if not value > 0.0:
+            return 0.0, False
+        res = 0.0
+        for c in range(q):
+            d = u[c] - value * v[c]
+            res += d * d
+        if np.sqrt(res) <= rtol * value:
+            return value, True
+        v = u / np.sqrt((u * u).sum())
+    return 0.0, False
+
+
+@njit(cache=True)
+def power_top_eigenvalue(S, max_iter, rtol):
+    """Largest eigenvalue of a PSD matrix by power iteration, and whether it converged.
+
+    Starts from S 1 + diag(S) (positive, weighted to the dominant directions); accepted once
+    ||S v - lambda v|| <= rtol lambda, where the Rayleigh quotient is exact to ~1e-16 relative.
+    """
+    m = S.shape[0]
+    v = np.zeros(m)
+    for a in range(m):
+        for c in range(m):
+            v[a] += S[a, c]
+        v[a] += S[a, a]
+    norm = np.sqrt((v * v).sum())
+    if not norm > 0.0:
+        return 0.0, m == 0 or np.abs(S).max() == 0.0
+    v /= norm
+    for _ in range(max_iter):
+        u = S @ v
+        value = (v * u).sum()
+        if not value > 0.0:
+            return 0.0, False
+        res = 0.0
+        for a in range(m):
+            d = u[a] - value * v[a]
+            res += d * d
+        if np.sqrt(res) <= rtol * value:
+            return value, True
+        v = u / np.sqrt((u * u).sum())
+    return 0.0, False

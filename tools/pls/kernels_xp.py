@@ -81,38 +81,53 @@ def sum_squares_columns(A, Y):
     return ((A - Y) ** 2).sum(axis=0), (Y * Y).sum(axis=0)
 
 
-def train_moments(X, train, min_rel):
+def nb_all_splits(X, y, w, train, test, K, zero_sd, flat_y, tol, rcond, clip, min_var):
     xp = _xp(X)
-    rows = X[train]  # J x m x p
-    mu = rows.mean(axis=1).T
-    sd = rows.std(axis=1, ddof=1).T
-    return mu, xp.where(sd <= min_rel * xp.maximum(1.0, xp.abs(mu)), xp.inf, sd)
-
-
-def heldout_corr(U, Ys, train, test, rcond, clip, min_var):
-    xp = _xp(U)
-    cols = xp.arange(U.shape[2])[None, :]
-    beta = refit_coefficients(xp.ascontiguousarray(U[:, train.T, cols]), Ys[train.T, cols], rcond)
-    yhat = combine_scores(xp.ascontiguousarray(U[:, test.T, cols]), beta)
-    yte = Ys[test.T, cols]
-    press, total = sum_squares_columns(yhat, yte)
-    r, z, bad = pearson_atanh(yhat, yte, clip, min_var)
-    return r, z, bad, 1.0 - press / xp.maximum(total, 1e-300)
-
-
-def lanczos_all_splits(Xc, mu_c, inv, mask, Ys, K, tol):
-    xp = _xp(Xc)
-    n, p = Xc.shape
-    J = mask.shape[1]
+    n, p = X.shape
+    J, m = train.shape
+    cols = xp.arange(J)[None, :]
+    centre = X.mean(axis=0)
+    Xc = X - centre
+    Mw = xp.zeros((n, J))
+    Mw[train.T, cols] = w[train.T]
+    S0 = Mw.sum(axis=0)
+    # weighted train moments, two-pass
+    mu_c = (Xc.T @ Mw) / S0
+    rows = Xc[train]  # J x m x p
+    dev = rows - mu_c.T[:, None, :]
+    ss = xp.einsum("jm,jmp->pj", w[train], dev * dev)
+    sd = xp.sqrt(ss / S0 * m / (m - 1))
+    zero = sd <= zero_sd * xp.maximum(1.0, xp.abs(mu_c + centre[:, None]))
+    inv = xp.where(zero, 0.0, 1.0 / xp.where(zero, 1.0, sd))
+    # y standardised per split
+    wt = w[train]
+    my = (wt * y[train]).sum(axis=1) / S0
+    sdy = xp.sqrt((wt * (y[train] - my[:, None]) ** 2).sum(axis=1) / S0 * m / (m - 1))
+    flat = sdy < flat_y
+    Ys = (y[:, None] - my) / xp.where(flat, 1.0, sdy)
+    # Lanczos over all splits
     W = xp.zeros((K, p, J))
     U = xp.zeros((K, n, J))
     ranks = xp.full(J, K)
-    R = mask * Ys
+    R = Mw * Ys
     for k in range(K):
         V = xp.ascontiguousarray(inv * (Xc.T @ R - mu_c * R.sum(axis=0)))
         ex = orthonormalize_step(V, W, k, tol)
         ranks = xp.where(ex & (ranks == K), k, ranks)
         A = inv * W[k]
         U[k] = Xc @ A - (mu_c * A).sum(axis=0)
-        R = mask * U[k]
-    return W, U, ranks
+        R = Mw * U[k]
+    # weighted OLS refit on the train scores, prediction and weighted Pearson on the test rows
+    Ttr = U[:, train.T, cols] * xp.sqrt(w[train.T])  # K x m x J
+    beta = refit_coefficients(xp.ascontiguousarray(Ttr), Ys[train.T, cols] * xp.sqrt(w[train.T]), rcond)
+    yhat = combine_scores(xp.ascontiguousarray(U[:, test.T, cols]), beta)
+    yte = Ys[test.T, cols]
+    wte = w[test.T]
+    sw = wte.sum(axis=0)
+    da = yhat - (wte * yhat).sum(axis=0) / sw
+    dy = yte - (wte * yte).sum(axis=0) / sw
+    saa, syy, say = (wte * da * da).sum(axis=0), (wte * dy * dy).sum(axis=0), (wte * da * dy).sum(axis=0)
+    bad = (saa / sw < min_var) | (syy / sw < min_var) | ~xp.isfinite(saa + syy + say) | flat
+    r = xp.where(bad, 0.0, xp.clip(say / xp.sqrt(xp.where(bad, 1.0, saa * syy)), -clip, clip))
+    r2 = 1.0 - (wte * (yhat - yte) ** 2).sum(axis=0) / xp.maximum((wte * yte * yte).sum(axis=0), 1e-300)
+    return r, xp.arctanh(r), bad, r2, W, ranks, zero.sum(axis=0)

@@ -6,6 +6,7 @@ orchestration (gate, rotation, output record) lives in api.py.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,7 +44,9 @@ class Splits:
 
 def draw_splits(n: int, K: int, J: int, rng: np.random.Generator) -> Splits:
     n_tr = n_train_for(n, K)
-    orders = rng.permuted(np.tile(np.arange(n), (J, 1)), axis=1)  # same stream as J rng.permutation(n)
+    orders = np.empty((J, n), dtype=np.int64)
+    orders[:] = np.arange(n)
+    rng.permuted(orders, axis=1, out=orders)  # each row shuffled in place: the stream of J rng.permutation(n)
     return Splits(np.sort(orders[:, :n_tr], axis=1), np.sort(orders[:, n_tr:], axis=1))
 
 
@@ -166,16 +169,17 @@ class NBOutcome:
     rho_hat: float | None
 
 
-def nb_asymptotic(z: np.ndarray, n_train: int, n_test: int) -> NBOutcome:
+def nb_asymptotic(z: np.ndarray, n_train: float, n_test: float) -> NBOutcome:
     """Nadeau-Bengio corrected resampled t on the split Fisher-z values, one-sided."""
     J = len(z)
-    zbar = float(np.mean(z))
-    s2 = float(np.var(z, ddof=1)) if J > 1 else 0.0
-    se = np.sqrt(s2) * np.sqrt(1.0 / J + n_test / n_train)
+    zbar = float(z.sum()) / J
+    dev = z - zbar
+    s2 = float(dev @ dev) / (J - 1) if J > 1 else 0.0
+    se = math.sqrt(s2) * math.sqrt(1.0 / J + n_test / n_train)
     t = zbar / max(se, 1e-15)
     p = float(stdtr(J - 1, -t)) if J > 1 else float("nan")
-    rho = float(np.clip(1.0 - s2 * (n_test - 3), 0.0, 1.0)) if n_test >= 4 else None
-    return NBOutcome(zbar, float(np.tanh(zbar)), float(t), J - 1, p, float(se), rho)
+    rho = min(max(1.0 - s2 * (n_test - 3), 0.0), 1.0) if n_test >= 4 else None
+    return NBOutcome(zbar, math.tanh(zbar), t, J - 1, p, se, rho)
 
 
 # ---------------------------------------------------------------- permutation nulls
