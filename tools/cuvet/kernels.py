@@ -59,6 +59,16 @@ def arm_stats(rows, t, y, z, n_arms):
     return out
 
 
+@njit(cache=True)
+def arm_cross(rows, t, y, z, n_arms):
+    """Per-arm sum of y*z over `rows` (the value-cost cross moment honest pruning needs)."""
+    out = np.zeros(n_arms)
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        out[t[i]] += y[i] * z[i]
+    return out
+
+
 # ---------------------------------------------------------------- increments and frontier
 
 
