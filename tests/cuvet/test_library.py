@@ -252,3 +252,12 @@ def test_cuvet_b_realizes_on_every_usable_arm():
     posterior_frontier(lf)
     assert lf.arms == [0, 1, 2, 3, 4] and lf.smax == pytest.approx(0.8)
     assert lf.dc == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
+
+
+def test_split_rows_kernel_matches_numpy_masks():
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, N_BINS, 5000).astype(np.uint8)
+    rows = np.sort(rng.choice(5000, 3000, replace=False)).astype(np.int64)
+    left = rng.random(N_BINS) < 0.4
+    li, ri = kernels.split_rows(codes, rows, left)
+    assert np.array_equal(li, rows[left[codes[rows]]]) and np.array_equal(ri, rows[~left[codes[rows]]])

@@ -155,8 +155,12 @@ def grow(
         nd.feature, nd.bin, nd.gain = int(f), int(bin_), float(gain)
         if f in orders:
             nd.left_bins = tuple(sorted(int(v) for v in orders[f][: bin_ + 1]))
-        go_left = nd.goes_left(codes_t[f, idx])
-        li, ri = idx[go_left], idx[~go_left]
+        left = np.zeros(N_BINS, dtype=np.bool_)
+        if nd.left_bins is not None:
+            left[list(nd.left_bins)] = True
+        else:
+            left[: nd.bin + 1] = True
+        li, ri = kernels.split_rows(codes_t[f], idx, left)
         ls = kernels.arm_stats(li, t, y, z, n_arms)
         lh = rh = None
         if subtract and (can_split(nd.depth + 1, len(li)) or can_split(nd.depth + 1, len(ri))):
