@@ -197,3 +197,67 @@ def test_ipw_bootstrap_kernel_matches_python():
     ours = kernels.ipw_bootstrap(pi, pi, pi, y, z, e, seeds)
     ref = kernels.ipw_bootstrap.py_func(pi, pi, pi, y, z, e, seeds)
     assert np.allclose(ours, ref)
+
+
+def test_categorical_levels_are_ordered_per_node():
+    """Levels 0 and 2 respond, 1 and 3 do not: no threshold on the codes separates them, the node's
+    ratio order does (left = one responsive pair, exactly)."""
+    rng = np.random.default_rng(5)
+    n = 40_000
+    lev = rng.integers(0, 4, n)
+    t = rng.integers(0, 3, n)
+    responsive = np.isin(lev, [0, 2])
+    y = (rng.random(n) < 0.2 + responsive * np.array([0.0, 0.15, 0.25])[t]).astype(float)
+    z = np.array([0.0, 1.0, 2.0])[t]
+    codes = lev[None, :].astype(np.uint8)
+    hist = kernels.node_histogram(codes, np.arange(n), t, y, z, N_BINS, 3)
+    order = tree.node_level_order(hist[0], 4)
+    assert set(order[:2].tolist()) == {1, 3} and set(order[2:].tolist()) == {0, 2}
+    params = tree.TreeParams(1, 200, 20, 0.0)
+    args = (codes, np.array([4]), np.arange(n), t, y, z, 3, 0.05, params, 0.5)
+    cat = tree.grow(*args, categorical=[True])
+    assert set(cat.nodes[0].left_bins) in ({0, 2}, {1, 3})
+    left = cat.nodes[0].goes_left(lev.astype(np.uint8))
+    assert (left == responsive).all() or (left == ~responsive).all()
+    ordinal = tree.grow(*args)  # thresholds on the codes cannot isolate {0, 2}
+    left = ordinal.nodes[0].goes_left(lev.astype(np.uint8))
+    assert not ((left == responsive).all() or (left == ~responsive).all())
+
+
+def test_priced_moments_are_the_sample_moments_of_y_minus_lam_z():
+    rng = np.random.default_rng(6)
+    n = 3000
+    t = rng.integers(0, 3, n)
+    y = (rng.random(n) < 0.3).astype(float)
+    z = np.array([0.0, 1.0, 4.0])[t] * y  # cost paid on conversion: strongly correlated with y
+    rows = np.arange(n)
+    st, cross = kernels.arm_stats(rows, t, y, z, 3), kernels.arm_cross(rows, t, y, z, 3)
+    assert np.allclose(cross, [np.sum(y[t == a] * z[t == a]) for a in range(3)])
+    lam = 0.2
+    mean, sd = tree.priced_moments(st, cross, lam)
+    for a in range(3):
+        w = y[t == a] - lam * z[t == a]
+        assert mean[a] == pytest.approx(w.mean()) and sd[a] == pytest.approx(w.std(), rel=1e-9)
+    _, bound = tree.priced_moments(st, None, lam)
+    assert (bound >= sd - 1e-12).all() and bound[2] > 1.2 * sd[2]
+
+
+def test_cuvet_b_realizes_on_every_usable_arm():
+    """An arm whose noisy dV falls under the chord leaves the empirical hull, not CUVET-B's frontier."""
+    from methodkit.tools.cuvet.model import leaf_from_stats, posterior_frontier
+
+    st = _stats_from_means(10_000, [0.05, 0.06, 0.063, 0.075, 0.08], [0.0, 0.2, 0.4, 0.6, 0.8])
+    lf = leaf_from_stats(st, 0.5, 50_000)
+    assert lf.arms == [0, 1, 3, 4]
+    posterior_frontier(lf)
+    assert lf.arms == [0, 1, 2, 3, 4] and lf.smax == pytest.approx(0.8)
+    assert lf.dc == pytest.approx([0.0, 0.2, 0.4, 0.6, 0.8])
+
+
+def test_split_rows_kernel_matches_numpy_masks():
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, N_BINS, 5000).astype(np.uint8)
+    rows = np.sort(rng.choice(5000, 3000, replace=False)).astype(np.int64)
+    left = rng.random(N_BINS) < 0.4
+    li, ri = kernels.split_rows(codes, rows, left)
+    assert np.array_equal(li, rows[left[codes[rows]]]) and np.array_equal(ri, rows[~left[codes[rows]]])

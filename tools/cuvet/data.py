@@ -108,8 +108,10 @@ def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, 
         if col in known or not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
             if col not in known:
                 known[col] = sorted(str(v) for v in series.dropna().unique())
-            index = {lev: k for k, lev in enumerate(known[col])}
-            out[:, j] = [index.get(str(v), np.nan) if pd.notna(v) else np.nan for v in series]
+            present = series.notna().to_numpy()
+            codes = pd.Categorical(series[present].astype(str).to_numpy(), categories=known[col]).codes
+            out[:, j] = np.nan
+            out[present, j] = np.where(codes >= 0, codes, np.nan)  # -1: a level the model has not seen
         else:
             values = series.to_numpy(dtype="float64")
             bad = np.flatnonzero(np.isinf(values))

@@ -9,7 +9,7 @@ closed form, so one candidate split costs two frontier+fit+L evaluations.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 N_STATS = 5
 BETA_MIN = 0.05
@@ -20,28 +20,67 @@ W_MAX = 1e6
 # ---------------------------------------------------------------- histograms
 
 
-@njit(cache=True, parallel=True)
 def node_histogram(codes_t, rows, t, y, z, n_bins, n_arms):
+    """hist[f, bin, arm, :] = (n, sum y, sum y^2, sum z, sum z^2) over `rows` (see _node_histogram)."""
+    return _node_histogram(codes_t, rows, t, y, z, n_bins, n_arms, get_num_threads())
+
+
+@njit(cache=True, parallel=True)
+def _node_histogram(codes_t, rows, t, y, z, n_bins, n_arms, threads):
     """hist[f, bin, arm, :] = (n, sum y, sum y^2, sum z, sum z^2) over `rows`.
 
-    codes_t is (d, n) uint8 (feature-major, so each feature streams one row of memory);
-    features run in parallel and each owns its slice of the output (no races).
+    One pass over the rows with the features inside: each row's arm, value and cost are
+    read once for all features, and the d feature-major code streams advance together.
+    Chunks of rows (one per thread) run in parallel, each into its own histogram, summed at the end.
     """
     d = codes_t.shape[0]
-    hist = np.zeros((d, n_bins, n_arms, N_STATS))
-    for f in prange(d):
-        for r in range(rows.shape[0]):
+    m = rows.shape[0]
+    n_chunks = max(1, min(threads, m // 65536))
+    per = (m + n_chunks - 1) // n_chunks
+    parts = np.zeros((n_chunks, d, n_bins, n_arms, N_STATS))
+    for c in prange(n_chunks):
+        h = parts[c]
+        for r in range(c * per, min(m, (c + 1) * per)):
             i = rows[r]
-            b = codes_t[f, i]
             a = t[i]
             yi = y[i]
             zi = z[i]
-            hist[f, b, a, 0] += 1.0
-            hist[f, b, a, 1] += yi
-            hist[f, b, a, 2] += yi * yi
-            hist[f, b, a, 3] += zi
-            hist[f, b, a, 4] += zi * zi
+            yy = yi * yi
+            zz = zi * zi
+            for f in range(d):
+                b = codes_t[f, i]
+                h[f, b, a, 0] += 1.0
+                h[f, b, a, 1] += yi
+                h[f, b, a, 2] += yy
+                h[f, b, a, 3] += zi
+                h[f, b, a, 4] += zz
+    hist = parts[0].copy()
+    for c in range(1, n_chunks):
+        hist += parts[c]
     return hist
+
+
+@njit(cache=True)
+def split_rows(codes_f, rows, left):
+    """(left rows, right rows) of a node: row i goes left when left[codes_f[i]] (one pass, order kept)."""
+    m = rows.shape[0]
+    go = np.empty(m, dtype=np.bool_)
+    nl = 0
+    for r in range(m):
+        go[r] = left[codes_f[rows[r]]]
+        nl += go[r]
+    li = np.empty(nl, dtype=np.int64)
+    ri = np.empty(m - nl, dtype=np.int64)
+    a = 0
+    b = 0
+    for r in range(m):
+        if go[r]:
+            li[a] = rows[r]
+            a += 1
+        else:
+            ri[b] = rows[r]
+            b += 1
+    return li, ri
 
 
 @njit(cache=True)
@@ -56,6 +95,16 @@ def arm_stats(rows, t, y, z, n_arms):
         out[a, 2] += y[i] * y[i]
         out[a, 3] += z[i]
         out[a, 4] += z[i] * z[i]
+    return out
+
+
+@njit(cache=True)
+def arm_cross(rows, t, y, z, n_arms):
+    """Per-arm sum of y*z over `rows` (the value-cost cross moment honest pruning needs)."""
+    out = np.zeros(n_arms)
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        out[t[i]] += y[i] * z[i]
     return out
 
 

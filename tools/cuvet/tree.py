@@ -42,6 +42,12 @@ class Node:
     right: int = -1
     leaf: int = -1
     gain: float = 0.0
+    left_bins: tuple[int, ...] | None = None  # categorical: the bins (levels) that go left
+
+    def goes_left(self, codes: np.ndarray) -> np.ndarray:
+        if self.left_bins is not None:
+            return np.isin(codes, np.asarray(self.left_bins, dtype=codes.dtype))
+        return codes <= self.bin
 
 
 @dataclass
@@ -63,10 +69,29 @@ class Tree:
             if nd.leaf >= 0:
                 out[rows] = nd.leaf
                 continue
-            go_left = codes_t[nd.feature, rows] <= nd.bin
+            go_left = nd.goes_left(codes_t[nd.feature, rows])
             stack.append((nd.left, rows[go_left]))
             stack.append((nd.right, rows[~go_left]))
         return out
+
+
+def node_level_order(hist_f: np.ndarray, n_levels: int) -> np.ndarray:
+    """The levels of a categorical feature in increasing pooled dV/dC at this node (Fisher's ordering).
+
+    Ordered per node, as CART and LightGBM do, because a level's ratio can rank differently
+    in different parts of the tree; a global order could leave a cohort's levels apart and
+    unreachable by a threshold. Levels without treated or control rows go last.
+    """
+    n = hist_f[:n_levels, :, 0]
+    sy = hist_f[:n_levels, :, 1]
+    sz = hist_f[:n_levels, :, 3]
+    n0, nt = n[:, 0], n[:, 1:].sum(1)
+    ratio = np.full(n_levels, np.inf)
+    ok = (n0 > 0) & (nt > 0)
+    dv = sy[ok, 1:].sum(1) / nt[ok] - sy[ok, 0] / n0[ok]
+    dc = sz[ok, 1:].sum(1) / nt[ok] - sz[ok, 0] / n0[ok]
+    ratio[ok] = np.where(dc > 1e-12, dv / np.maximum(dc, 1e-12), np.sign(dv) * 1e12)
+    return np.argsort(ratio, kind="stable")
 
 
 def grow(
@@ -84,6 +109,7 @@ def grow(
     prior_prec: np.ndarray = NO_PRIOR_PREC,
     histogram=None,
     split_finder=None,
+    categorical=None,
 ) -> Tree:
     """Grow the tree depth-first on `rows` at a fixed lam.
 
@@ -101,6 +127,7 @@ def grow(
     tree = Tree([Node(0, len(rows))])
     stack = [(0, rows, root_stats, None)]
     n_leaves = 0
+    cat = np.zeros(codes_t.shape[0], dtype=bool) if categorical is None else np.asarray(categorical, bool)
 
     def can_split(depth: int, size: int) -> bool:
         return depth < params.max_depth and size >= 2 * params.min_leaf
@@ -108,19 +135,32 @@ def grow(
     while stack:
         k, idx, stats, hist = stack.pop()
         nd = tree.nodes[k]
-        f, bin_, gain = -1, -1, 0.0
+        f, bin_, gain, orders = -1, -1, 0.0, {}
         if can_split(nd.depth, len(idx)):
             if hist is None:
                 hist = histogram(codes_t, idx, t, y, z, N_BINS, n_arms)
+            scored = hist
+            if cat.any():  # categorical levels in this node's ratio order; the split finder sees them as ordinal
+                scored = hist.copy()
+                for j in np.flatnonzero(cat):
+                    orders[j] = node_level_order(hist[j], int(n_valid[j]))
+                    scored[j, : len(orders[j])] = hist[j, orders[j]]
             f, bin_, gain = split_finder(
-                hist, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
+                scored, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
             )
         if f < 0 or gain <= min_gain or gain <= 0:
             nd.leaf = n_leaves
             n_leaves += 1
             continue
-        go_left = codes_t[f, idx] <= bin_
-        li, ri = idx[go_left], idx[~go_left]
+        nd.feature, nd.bin, nd.gain = int(f), int(bin_), float(gain)
+        if f in orders:
+            nd.left_bins = tuple(sorted(int(v) for v in orders[f][: bin_ + 1]))
+        left = np.zeros(N_BINS, dtype=np.bool_)
+        if nd.left_bins is not None:
+            left[list(nd.left_bins)] = True
+        else:
+            left[: nd.bin + 1] = True
+        li, ri = kernels.split_rows(codes_t[f], idx, left)
         ls = kernels.arm_stats(li, t, y, z, n_arms)
         lh = rh = None
         if subtract and (can_split(nd.depth + 1, len(li)) or can_split(nd.depth + 1, len(ri))):
@@ -131,7 +171,6 @@ def grow(
             else:
                 rh = histogram(codes_t, ri, t, y, z, N_BINS, n_arms)
                 lh = hist - rh
-        nd.feature, nd.bin, nd.gain = int(f), int(bin_), float(gain)
         nd.left = len(tree.nodes)
         tree.nodes.append(Node(nd.depth + 1, len(li)))
         nd.right = len(tree.nodes)
@@ -186,14 +225,31 @@ def numpy_split_finder(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root,
     return best
 
 
-def describe_split(binner: Binner, features: list[str], levels: dict, f: int, b: int) -> dict:
+def describe_split(binner: Binner, features: list[str], levels: dict, nd: Node) -> dict:
     """A split in raw units for model.json: a numeric threshold or the levels that go left."""
+    f, b = nd.feature, nd.bin
     name = features[f]
     if binner.edges[f] is not None:
         return {"feature": name, "threshold": float(binner.edges[f][b])}
     order = binner.orders[f]
     labels = levels.get(name, [str(i) for i in range(len(order))])
-    return {"feature": name, "left_levels": [labels[i] for i in range(len(order)) if order[i] <= b]}
+    left = nd.left_bins if nd.left_bins is not None else range(b + 1)
+    return {"feature": name, "left_levels": [labels[i] for i in range(len(order)) if order[i] in set(left)]}
+
+
+def priced_moments(stats: np.ndarray, cross: np.ndarray | None, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per arm, the mean and standard deviation of y - lam z (population moments) from the arm sums.
+
+    With `cross` (per-arm sums of y*z) the variance is exact; without it, the bound
+    (sd_y + lam sd_z)^2, which holds whatever the correlation.
+    """
+    n = np.maximum(stats[:, 0], 1.0)
+    my, mz = stats[:, 1] / n, stats[:, 3] / n
+    vy = np.maximum(stats[:, 2] / n - my**2, 0.0)
+    vz = np.maximum(stats[:, 4] / n - mz**2, 0.0)
+    if cross is None:
+        return my - lam * mz, np.sqrt(vy) + lam * np.sqrt(vz)
+    return my - lam * mz, np.sqrt(np.maximum(vy + lam * lam * vz - 2.0 * lam * (cross / n - my * mz), 0.0))
 
 
 PRUNE_Z = 1.64  # a split must beat its parent on the estimation half by this many SE (ours)
@@ -208,6 +264,7 @@ def prune(
     prior_mu,
     prior_prec,
     z: float | None = None,
+    est_cross: list | None = None,
 ) -> Tree:
     """Honest pruning (ours): undo every split that does not pay off on the estimation half.
 
@@ -215,7 +272,8 @@ def prune(
     scored with its estimation-half increments: n_est * sum_t p_t (dV_t - lam dC_t). A split
     stays only if its children's honest score beats the parent's by z standard errors of that
     difference (the score is a linear function of independent arm means, so its variance is
-    closed-form; Var(y - lam z) is bounded by (sd_y + lam sd_z)^2, which needs no cross term).
+    closed-form: Var(y - lam z) = Var y + lam^2 Var z - 2 lam Cov(y, z) from the arm sums and
+    `est_cross`, the per-arm sums of y*z; without it, the bound (sd_y + lam sd_z)^2).
     The plug-in gain alone cannot do this: at a fixed lam, splitting never lowers the sum of
     fitted L, and without the margin noise splits survive half the time.
     """
@@ -224,15 +282,18 @@ def prune(
     z = PRUNE_Z if z is None else z
     st: dict[int, np.ndarray] = {}
     es: dict[int, np.ndarray] = {}
+    ex: dict[int, np.ndarray | None] = {}
 
     def total(k: int) -> None:
         nd = tree.nodes[k]
         if nd.leaf >= 0:
             st[k], es[k] = struct_stats[nd.leaf], est_stats[nd.leaf]
+            ex[k] = None if est_cross is None else est_cross[nd.leaf]
             return
         total(nd.left)
         total(nd.right)
         st[k], es[k] = st[nd.left] + st[nd.right], es[nd.left] + es[nd.right]
+        ex[k] = None if est_cross is None else ex[nd.left] + ex[nd.right]
 
     def decision(k: int) -> np.ndarray:
         """The arm mix node k's structure-half statistics choose at lam."""
@@ -249,10 +310,7 @@ def prune(
         """(honest score of mix w on node k's estimation rows, its variance)."""
         e = es[k]
         n = np.maximum(e[:, 0], 1.0)
-        mean = (e[:, 1] - lam * e[:, 3]) / n
-        sd = np.sqrt(np.maximum(e[:, 2] / n - (e[:, 1] / n) ** 2, 0.0)) + lam * np.sqrt(
-            np.maximum(e[:, 4] / n - (e[:, 3] / n) ** 2, 0.0)
-        )
+        mean, sd = priced_moments(e, ex[k], lam)
         treated = w.copy()
         treated[0] = 0.0
         treated[e[:, 0] < 1.0] = 0.0
@@ -288,7 +346,7 @@ def prune(
         out.nodes.append(Node(depth, nd.n))
         if nd.leaf < 0 and keep.get(k, False):
             new = out.nodes[idx]
-            new.feature, new.bin, new.gain = nd.feature, nd.bin, nd.gain
+            new.feature, new.bin, new.gain, new.left_bins = nd.feature, nd.bin, nd.gain, nd.left_bins
             new.left = copy(nd.left, depth + 1)
             new.right = copy(nd.right, depth + 1)
         else:
