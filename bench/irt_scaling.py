@@ -52,7 +52,11 @@ def main() -> int:
             callback=show,
         )
     for est, slope in scaling.slopes(rows).items():
-        print(f"slope {est}: " + ("-" if slope is None else f"{slope:.2f}") + " (log CPU s on log J, finished fits)")
+        print(
+            f"slope {est}: "
+            + ("-" if slope is None else f"{slope:.2f}")
+            + " (log CPU s in the fit, or projected, on log J)"
+        )
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(scaling.to_dicts(rows)[0]))

@@ -132,7 +132,7 @@ def test_loglog_slope_and_study_slopes():
         n_models=200,
         wall_s=1.0,
         fit_seconds=1.0,
-        fit_cpu_seconds=1.0,
+        fit_cpu_seconds=None,
         projected_cpu_s=None,
         peak_rss_mb=1.0,
         n_iter=1,

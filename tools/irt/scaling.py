@@ -89,11 +89,15 @@ def loglog_slope(sizes, seconds) -> float | None:
 
 
 def slopes(rows: list[ScalingRow]) -> dict[str, float | None]:
-    """Per estimator: the log-log slope of CPU seconds against J over its finished (status ok) fits."""
+    """Per estimator: the log-log slope of CPU seconds against J over its finished (status ok) fits.
+
+    The CPU inside the fit (fit.json cpu_seconds) when known: the process start (imports) is a
+    fixed cost that would flatten the slope; a probe row counts with its projected full-fit CPU."""
     out = {}
     for est in dict.fromkeys(r.estimator for r in rows):
         done = [r for r in rows if r.estimator == est and r.status == "ok"]
-        out[est] = loglog_slope([r.n_items for r in done], [r.cpu_s for r in done])
+        cost = [r.projected_cpu_s or r.fit_cpu_seconds or r.cpu_s for r in done]
+        out[est] = loglog_slope([r.n_items for r in done], cost)
     return out
 
 
