@@ -29,6 +29,11 @@ def _pair(text: str, flag: str) -> tuple[float, float]:
     return a, b
 
 
+def _limit(flag: str, metavar: str, help: str):
+    """A positive budget option (default: none)."""
+    return click.option(flag, type=click.FloatRange(min=0, min_open=True), default=None, metavar=metavar, help=help)
+
+
 @tool_group(name="irt-fit")
 def main():
     """Fit IRT models to benchmark response matrices and score the fits.
@@ -36,8 +41,9 @@ def main():
     `fit` estimates item parameters (a, b, c) and model abilities (theta) under the
     1PL, 2PL or 3PL by one of four estimators: MML-EM (Bock-Aitkin, mirt's defaults),
     MCMC (Metropolis within Gibbs, or Polya-Gamma Gibbs for the 1PL/2PL, with R-hat and
-    ESS), mean-field VI (py-irt style) or PSN (the neural pseudo-Siamese network of
-    PSN-IRT). MML takes SQUAREM acceleration (`--accelerate squarem`) and EAP or MAP
+    ESS), mean-field VI (py-irt's model: hierarchical N(mu, 1/u) priors, Gaussian q over
+    theta, b, log a, Gamma q over each precision u, last-step parameters, a = exp(loc))
+    or PSN (the neural pseudo-Siamese network of PSN-IRT). MML takes SQUAREM acceleration (`--accelerate squarem`) and EAP or MAP
     abilities (`--scoring`). `eval` aligns a fit with the generating truth of `irt-sim
     draw` (sign check, then mean-sigma or Stocking-Lord linking) and reports
     ranking, item-recovery, coverage and predictive metrics. `bench` times our
@@ -59,7 +65,8 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running (a fit that diverged or ran past --time-limit: outputs kept)
+      1  failure while running (a fit that diverged or ran past --time-limit or
+         --cpu-limit: outputs kept)
       2  bad usage or bad input data (non-binary cells, duplicates, too small, over --mem-limit)
       130  interrupted
     """
@@ -127,7 +134,7 @@ def main():
     type=click.Choice(["hierarchical", "vague"]),
     default="hierarchical",
     show_default=True,
-    help="VI priors.",
+    help="VI priors (hierarchical: py-irt's; vague: N(0,1) theta, N(0,1e3^2) b, log a).",
 )
 @click.option(
     "--steps", type=click.IntRange(min=1), default=2000, show_default=True, help="VI optimisation steps (epochs)."
@@ -137,20 +144,9 @@ def main():
     "--patience", type=click.IntRange(min=1), default=4, show_default=True, help="PSN early-stopping patience."
 )
 @click.option("--positive-a", is_flag=True, help="PSN: constrain a > 0 (softplus); off in the reference.")
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="SEC",
-    help="Stop after SEC seconds (status timeout, partial results kept, exit 1).",
-)
-@click.option(
-    "--mem-limit",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    metavar="MB",
-    help="Refuse to start when the memory estimate exceeds MB.",
-)
+@_limit("--time-limit", "SEC", "Stop after SEC seconds (status timeout, partial results kept, exit 1).")
+@_limit("--cpu-limit", "SEC", "Stop after SEC CPU seconds of this process, all threads (as --time-limit).")
+@_limit("--mem-limit", "MB", "Refuse to start when the memory estimate exceeds MB.")
 @click.option(
     "--binarize",
     type=float,
@@ -175,7 +171,19 @@ def main():
     in_formats=("csv", "tsv", "parquet", "jsonl", "json", "npz"),
 )
 def fit_cmd(
-    input, model, method, out_dir, c_prior, quadrature, no_header, drop_extreme, binarize, time_limit, mem_limit, **opts
+    input,
+    model,
+    method,
+    out_dir,
+    c_prior,
+    quadrature,
+    no_header,
+    drop_extreme,
+    binarize,
+    time_limit,
+    cpu_limit,
+    mem_limit,
+    **opts,
 ):
     """Fit MODEL by METHOD to DATA (NPZ, long or wide CSV/Parquet); print a one-line JSON summary."""
     import os
@@ -187,6 +195,7 @@ def fit_cmd(
     from methodkit.core.errors import RunFailure, UsageError
     from methodkit.tools.irt import data as data_mod
     from methodkit.tools.irt import estimators
+    from methodkit.tools.irt.result import TimeBudget
 
     paths = {}
     if out_dir:
@@ -237,7 +246,7 @@ def fit_cmd(
             method,
             settings,
             seed=run.seed,
-            time_limit=time_limit,
+            time_limit=TimeBudget(time_limit, cpu_limit) if cpu_limit else time_limit,
             mem_limit_mb=mem_limit,
             callback=callback,
         )

@@ -185,7 +185,14 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
 )
 @common_options("output", "in_format", "threads", "meta", "force", "quiet", "verbose", in_formats=("toml", "json"))
 def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
-    """Run the grid GRID (TOML/JSON): one JSONL row per (cell, rep, estimator) to -o, resumable."""
+    """Run the grid GRID (TOML/JSON): one JSONL row per (cell, rep, estimator) to -o, resumable.
+
+    A grid holds `seed`, `reps`, `mask` (held-out fraction), `time_limit`, `linking`
+    ("mean-sigma", "stocking-lord" or a list of both: the first gives the plain metric
+    columns, a further one repeats the scale-dependent metrics as ms_/sl_ columns and the
+    report compares them), a [cells] table (lists expand to a product) and an
+    [estimators] table of settings.
+    """
     import os
     import sys
 

@@ -102,14 +102,18 @@ def test_mem_limit_refuses_before_starting(run_cli, one_line_error, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_time_limit_keeps_partial_results_exit_1(run_cli, tmp_path):
+@pytest.mark.parametrize("flag", ["--time-limit", "--cpu-limit"])
+def test_time_limit_keeps_partial_results_exit_1(run_cli, tmp_path, flag):
     run_cli(["irt-sim", "draw", "-N", "20", "-J", "10", "-o", "d.npz"], cwd=tmp_path)
     proc = run_cli(
-        ["irt-fit", "fit", "d.npz", "--method", "mcmc", "--warmup", "1000000", "--time-limit", "0.5", "--out-dir", "o"],
+        ["irt-fit", "fit", "d.npz", "--method", "mcmc", "--warmup", "1000000", flag, "0.5", "--out-dir", "o"],
         cwd=tmp_path,
     )
     assert proc.returncode == 1 and b"status timeout" in proc.stderr
-    assert json.loads((tmp_path / "o" / "fit.json").read_text())["status"] == "timeout"
+    record = json.loads((tmp_path / "o" / "fit.json").read_text())
+    assert record["status"] == "timeout" and record["cpu_seconds"] > 0
+    if flag == "--cpu-limit":
+        assert record["cpu_limit"] == 0.5 and record["cpu_seconds"] >= 0.5
 
 
 def test_unknown_profile_and_existing_output(run_cli, one_line_error, tmp_path):

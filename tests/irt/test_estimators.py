@@ -216,3 +216,13 @@ def test_mcmc_ratio_product_equals_the_log_space_acceptance_ratio(code):
         acc = np.zeros(N, np.int8)
         kernels.mh_theta(Y, theta.copy(), params, code, step_t, z_t, delta + shift, acc)
         assert np.all(acc == expected)
+
+
+def test_bulk_ess_with_an_odd_number_of_draws():
+    rng = np.random.default_rng(1)
+    odd = rng.standard_normal((2, 25, 3))  # split chains drop the middle draw (a 25-draw probe used to crash)
+    assert diagnostics.bulk_ess(odd).shape == (3,)
+    even = rng.standard_normal((4, 2000, 2))
+    old = diagnostics.ess(diagnostics._rank_normalise(diagnostics._split(even)).reshape(even.shape))
+    assert np.allclose(diagnostics.bulk_ess(even), old)  # same split chains, only their order differs
+    assert np.all(np.abs(diagnostics.bulk_ess(rng.standard_normal((4, 2001, 2))) / 8000 - 1) < 0.15)

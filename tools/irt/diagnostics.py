@@ -55,7 +55,10 @@ def _autocovariance(x: np.ndarray) -> np.ndarray:
 
 def ess(draws: np.ndarray) -> np.ndarray:
     """Effective sample size of (chains, draws, params), Geyer's initial monotone sequence over split chains."""
-    x = _split(np.asarray(draws, float))
+    return _ess_of_split(_split(np.asarray(draws, float)))
+
+
+def _ess_of_split(x: np.ndarray) -> np.ndarray:
     m, n, p = x.shape
     acov = _autocovariance(x)
     chain_var = acov[:, 0] * n / (n - 1)
@@ -85,4 +88,5 @@ def ess(draws: np.ndarray) -> np.ndarray:
 
 def bulk_ess(draws: np.ndarray) -> np.ndarray:
     """ESS of the rank-normalised draws (the 'bulk' ESS)."""
-    return ess(_rank_normalise(_split(np.asarray(draws, float))).reshape(np.asarray(draws).shape))
+    # split first (an odd draw count drops the middle draw), then rank-normalise the split chains
+    return _ess_of_split(_rank_normalise(_split(np.asarray(draws, float))))

@@ -14,7 +14,7 @@ from methodkit.core.errors import UsageError
 from methodkit.tools.irt import mcmc, mml, psn, vi
 from methodkit.tools.irt.data import ResponseData
 from methodkit.tools.irt.models import MODELS
-from methodkit.tools.irt.result import Estimate, numba_threads_for
+from methodkit.tools.irt.result import Estimate, TimeBudget, numba_threads_for
 
 SETTINGS = {"mml": mml.MMLSettings, "mcmc": mcmc.MCMCSettings, "vi": vi.VISettings, "psn": psn.PSNSettings}
 METHODS = tuple(SETTINGS)
@@ -127,7 +127,7 @@ def run(
     settings=None,
     *,
     seed=0,
-    time_limit: float | None = None,
+    time_limit: float | TimeBudget | None = None,
     mem_limit_mb: float | None = None,
     callback=None,
 ) -> FitResult:
@@ -143,7 +143,7 @@ def run(
             "raise the limit or fit fewer items"
         )
     Y = np.ascontiguousarray(data.Y, dtype=np.uint8)
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     with PeakRSS() as rss, numba_threads_for(N * J):
         if method == "mml":
             est = mml.fit(Y, model, settings, time_limit=time_limit, callback=callback)
@@ -160,9 +160,11 @@ def run(
         "n_items": J,
         **est.info,
         "seconds": round(time.monotonic() - started, 4),
+        "cpu_seconds": round(time.process_time() - cpu_started, 4),
         "peak_rss_mb": round(rss.peak_mb, 1),
         "memory_estimate_mb": round(need, 2),
-        "time_limit": time_limit,
+        "time_limit": time_limit.wall if isinstance(time_limit, TimeBudget) else time_limit,
+        "cpu_limit": time_limit.cpu if isinstance(time_limit, TimeBudget) else None,
     }
     for key in ("rhat_max", "ess_min"):
         info.setdefault(key, None)

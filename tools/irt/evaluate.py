@@ -19,6 +19,8 @@ from methodkit.core.errors import DataError, UsageError
 NEAR_TIE = 0.2
 TOP_K = 10
 LINKINGS = ("mean-sigma", "stocking-lord")
+# metrics that do not depend on the linking (predictive ones use the fit's own scale)
+LINK_FREE = frozenset({"heldout_cells", "brier", "log_loss", "auc", "rmse_expected_score", "frac_a_nonpositive"})
 
 
 def _corr(x, y) -> float | None:

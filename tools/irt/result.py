@@ -37,21 +37,40 @@ class Estimate:
         return None if low is None or high is None else (low, high)
 
 
-class Clock:
-    """Wall-clock budget of one fit: `expired()` turns True after `limit` seconds (None = never)."""
+@dataclass(frozen=True)
+class TimeBudget:
+    """A fit's budget: wall-clock seconds and/or CPU seconds of this process (all threads)."""
 
-    def __init__(self, limit: float | None):
+    wall: float | None = None
+    cpu: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"wall": self.wall, "cpu": self.cpu}
+
+
+class Clock:
+    """Budget of one fit: `expired()` turns True after `limit` wall seconds (None = never), or when a
+    TimeBudget is given, after its wall seconds or its CPU seconds (CPU time is the fair measure on
+    a shared machine, where wall time depends on the other jobs)."""
+
+    def __init__(self, limit: float | TimeBudget | None):
         import time
 
-        self._time = time.monotonic
-        self.start = self._time()
-        self.limit = limit
+        budget = limit if isinstance(limit, TimeBudget) else TimeBudget(wall=limit)
+        self._time, self._cpu = time.monotonic, time.process_time
+        self.start, self.cpu_start = self._time(), self._cpu()
+        self.limit, self.cpu_limit = budget.wall, budget.cpu
 
     def seconds(self) -> float:
         return self._time() - self.start
 
+    def cpu_seconds(self) -> float:
+        return self._cpu() - self.cpu_start
+
     def expired(self) -> bool:
-        return self.limit is not None and self.seconds() > self.limit
+        return (self.limit is not None and self.seconds() > self.limit) or (
+            self.cpu_limit is not None and self.cpu_seconds() > self.cpu_limit
+        )
 
 
 class torch_threads_for:

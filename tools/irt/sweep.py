@@ -1,7 +1,9 @@
 """The simulation study driver: expand a grid, run every (cell, rep, estimator), append JSONL rows.
 
 A grid (TOML or JSON) has scalars `seed`, `reps`, `mask` (fraction of cells held out MCAR for
-the predictive metrics) and `time_limit`, a table `cells` whose values are scalars or lists
+the predictive metrics) and `time_limit`, `linking` (the scale alignment before scoring:
+"mean-sigma", "stocking-lord", or a list of both: the first gives the plain metric columns,
+each further one repeats the scale-dependent metrics with a prefix, ms_ or sl_), a table `cells` whose values are scalars or lists
 (their product is the set of cells; keys are DrawSpec fields) and a table `estimators`
 mapping each method to its settings. Data for a (cell, rep) come from one SeedSequence child
 keyed by a hash of the cell and the rep, so every estimator of a rep sees the same matrix,
@@ -30,6 +32,8 @@ from methodkit.tools.irt.data import MISSING
 from methodkit.tools.irt.simulate import DrawSpec, draw
 
 CELL_FIELDS = {f.name for f in dataclasses.fields(DrawSpec)}
+# column prefix of the metrics under a further linking (the first one listed is unprefixed)
+LINK_PREFIX = {"mean-sigma": "ms_", "stocking-lord": "sl_"}
 # rough seconds per unit of work, measured on a loaded 2-core machine (for --dry-run only)
 _COST = {"mml": (0.5, 1.5e-5), "mcmc": (1.0, 6e-8), "vi": (1.0, 1.2e-7), "psn": (1.0, 4e-6)}
 
@@ -42,6 +46,7 @@ class Grid:
     seed: int = 0
     mask: float = 0.1
     time_limit: float | None = None
+    linking: tuple[str, ...] = ("mean-sigma",)
     model: str = "2pl"
     source: dict = field(default_factory=dict)
 
@@ -83,6 +88,14 @@ def parse_grid(text: str, name: str, fmt: str | None = None) -> Grid:
             raise DataError(
                 f"{name}: unknown {method} setting(s) {', '.join(sorted(bad))} (known: {', '.join(sorted(fields))})"
             )
+    linking = doc.get("linking", "mean-sigma")
+    linking = tuple(linking) if isinstance(linking, list) else (linking,)
+    bad = [x for x in linking if x not in evaluate.LINKINGS] or ([] if linking else ["(empty list)"])
+    if bad or len(set(linking)) != len(linking):
+        raise DataError(
+            f"{name}: linking must be one of {', '.join(evaluate.LINKINGS)} or a list of distinct ones, "
+            f"got {', '.join(map(str, bad or linking))}"
+        )
     keys = sorted(cells)
     values = [v if isinstance(v, list) else [v] for v in (cells[k] for k in keys)]
     expanded = [dict(zip(keys, combo)) for combo in itertools.product(*values)]
@@ -96,6 +109,7 @@ def parse_grid(text: str, name: str, fmt: str | None = None) -> Grid:
             seed=int(doc.get("seed", 0)),
             mask=float(doc.get("mask", 0.1)),
             time_limit=None if doc.get("time_limit") is None else float(doc["time_limit"]),
+            linking=linking,
             source=doc,
         )
     except (TypeError, ValueError) as exc:
@@ -150,7 +164,12 @@ def run_task(grid: Grid, task: Task) -> dict:
         )
         info = {k: v for k, v in result.info.items() if not isinstance(v, (dict, list))}
         row.update(info)
-        row.update(evaluate.evaluate(result.estimate, data, model, Y_full=data.Y, mask=mask))
+        first, *others = grid.linking
+        row.update(evaluate.evaluate(result.estimate, data, model, Y_full=data.Y, mask=mask, linking=first))
+        for name in others:  # scale-dependent metrics again under each further linking, prefixed
+            extra = evaluate.evaluate(result.estimate, data, model, linking=name)
+            prefix = LINK_PREFIX[name]
+            row.update({prefix + k: v for k, v in extra.items() if k not in evaluate.LINK_FREE and k != "linking"})
     except MemoryError:
         row.update(status="oom", error="out of memory")
     except Exception as exc:  # a failed fit is a result of the study, not the end of the sweep

@@ -1,12 +1,20 @@
 """Mean-field variational inference, py-irt style (the estimator behind tinyBenchmarks forks).
 
 q = product of Gaussians over theta_n, b_j, log a_j (and logit c_j for the 3PL); positive a
-through the log-normal (the py-irt PR #95 fix, kept). Reparameterised ELBO with one Monte
-Carlo sample per step, Adam lr 0.1 with a x0.9999 per-step decay, 2000 full-batch steps.
-Priors: `hierarchical` (py-irt: mu ~ N(0, 1e6), precision ~ Gamma(1, 1) for each of theta, b,
-log a, with Gaussian q over mu and log-normal q over precision) or `vague` (N(0, 1e3^2)...
-theta ~ N(0, 1) fixes the scale, b and log a ~ N(0, 1e3^2)). c ~ Beta(5, 17) on the logit scale. Above 5e6 observed cells the steps
-use cell minibatches with the likelihood scaled by cells / batch.
+through the log-normal (the py-irt PR #95 fix, kept; the point estimate is exp(loc), the
+log-normal median, as PR #95 exports it). Reparameterised ELBO with one Monte Carlo sample per
+step, Adam lr 0.1 with a x0.9999 per-step decay, 2000 full-batch steps; the last step's
+parameters are reported (py-irt saves `last_params`).
+Priors: `hierarchical` as py-irt's model_hierarchical: x ~ N(mu, 1/u) (the scale is 1/precision,
+as in py-irt) with mu ~ N(0, 1e6) and u ~ Gamma(1, 1) for each of theta, b, log a; the guide
+holds q(mu) = N(m, s) (s starts at 10) and q(u) = Gamma(alpha, beta) (both start at 1), and
+its hyper terms enter the ELBO as one Monte Carlo sample of log p - log q (Trace_ELBO). The
+Gaussian latents start at loc 0 and scale 1 (py-irt's guide; no initializer by default); for
+them the analytic entropy has exactly the reparameterised gradient of Trace_ELBO's -log q.
+`vague`: theta ~ N(0, 1) fixes the scale, b and log a ~ N(0, 1e3^2) (py-irt's "vague" uses
+N(0, 0.1^2), which is not vague; we keep a truly vague prior and say so).
+c ~ Beta(5, 17) on the logit scale. Above 5e6 observed cells the steps use cell minibatches with
+the likelihood scaled by cells / batch.
 """
 
 from __future__ import annotations
@@ -51,6 +59,13 @@ def _normal_logpdf(torch, x, mu, sd):
     return -0.5 * ((x - mu) / sd) ** 2 - torch.log(sd) - 0.5 * math.log(2 * math.pi)
 
 
+def hierarchical_logprior(torch, groups, mu, u):
+    """log p of py-irt's model_hierarchical: x_k ~ N(mu_k, 1/u_k), mu_k ~ N(0, 1e6), u_k ~ Gamma(1, 1)."""
+    total = sum(_normal_logpdf(torch, x, mu[i], 1.0 / u[i]).sum() for i, x in enumerate(groups))
+    total = total + _normal_logpdf(torch, mu, torch.zeros_like(mu), torch.full_like(mu, 1e6)).sum()
+    return total - u.sum()  # Gamma(1, 1): log density -u
+
+
 def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=None, callback=None) -> Estimate:
     import torch
 
@@ -78,16 +93,15 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
     for k, n in groups.items():
         offsets[k] = slice(total, total + n)
         total += n
-    init = np.zeros(total, np.float32)
-    p = ((Y == 1).sum(0) + 0.5) / ((Y != 255).sum(0) + 1.0)
-    init[offsets["b"]] = -np.log(p / (1 - p))
+    init = np.zeros(total, np.float32)  # py-irt's guide: every loc at 0, every scale at 1
     if code == 3:
         init[offsets["lc"]] = math.log(0.2 / 0.8)
     loc = torch.from_numpy(init).to(dev).requires_grad_(True)
-    log_sd = torch.full((total,), -1.0, **f32).requires_grad_(True)
+    log_sd = torch.zeros(total, **f32).requires_grad_(True)
     hier = [k for k in ("theta", "b", "la") if k in groups]
-    # hierarchical: q(mu_k) Gaussian and q(log precision_k) Gaussian, one pair per latent group
-    hyper = torch.tensor([0.0, -1.0, 0.0, -1.0] * len(hier), **f32).requires_grad_(True)
+    # hierarchical guide per latent group: q(mu) = N(m, s), q(u) = Gamma(alpha, beta), kept as
+    # (m, log s, log alpha, log beta) with py-irt's starting values (0, 10, 1, 1)
+    hyper = torch.tensor([0.0, math.log(10.0), 0.0, 0.0] * len(hier), **f32).requires_grad_(True)
     params = [loc, log_sd] + ([hyper] if settings.prior == "hierarchical" else [])
     opt = torch.optim.Adam(params, lr=settings.lr)
     sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=settings.decay)
@@ -95,7 +109,7 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
     al, be = settings.c_prior
     trace, status, last_good = [], "ok", None
     step = 0
-    zero, wide_mu = torch.zeros(1, **f32), torch.full((1,), 1e6, **f32)
+    zero = torch.zeros(1, **f32)
     vague = {"theta": 1.0, "b": 1e3, "la": 1e3}
     for step in range(1, settings.steps + 1):
         opt.zero_grad()
@@ -118,15 +132,11 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
         entropy = log_sd.sum()
         if settings.prior == "hierarchical":
             h = hyper.view(len(hier), 4)
-            eps = torch.randn(len(hier), 2, generator=gen, **f32)
-            mu = h[:, 0] + torch.exp(h[:, 1]) * eps[:, 0]
-            log_u = h[:, 2] + torch.exp(h[:, 3]) * eps[:, 1]
-            u = torch.exp(log_u)
-            for i, k in enumerate(hier):
-                logprior = logprior + _normal_logpdf(torch, sample[k], mu[i], torch.rsqrt(u[i])).sum()
-            logprior = logprior + _normal_logpdf(torch, mu, zero, wide_mu).sum()
-            logprior = logprior + (log_u - u).sum()  # Gamma(1,1) on u, with the log-Jacobian of u = exp(log_u)
-            entropy = entropy + h[:, 1].sum() + h[:, 3].sum()
+            q_mu = torch.distributions.Normal(h[:, 0], torch.exp(h[:, 1]))
+            q_u = torch.distributions.Gamma(torch.exp(h[:, 2]), torch.exp(h[:, 3]))
+            mu, u = q_mu.rsample(), q_u.rsample().clamp_min(1e-30)
+            logprior = logprior + hierarchical_logprior(torch, [sample[k] for k in hier], mu, u)
+            entropy = entropy - q_mu.log_prob(mu).sum() - q_u.log_prob(u).sum()  # Trace_ELBO's MC -log q
         else:
             for k in hier:
                 logprior = logprior + _normal_logpdf(torch, sample[k], zero, torch.full((1,), vague[k], **f32)).sum()
@@ -169,7 +179,7 @@ def _summarise(post, code, J, trace, status, step, settings) -> Estimate:
     )
     if code > 1:
         m, s = post["la"]
-        est.a = np.exp(m + s**2 / 2)  # log-normal mean
+        est.a = np.exp(m)  # log-normal median, what py-irt (PR #95) exports
         est.a_sd = np.sqrt((np.exp(s**2) - 1) * np.exp(2 * m + s**2))
         est.a_low, est.a_high = np.exp(m - z * s), np.exp(m + z * s)
     if code == 3:
