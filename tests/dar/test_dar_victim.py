@@ -94,3 +94,15 @@ def test_torchscript_backbone_trains_only_the_head(tmp_path, run_cli, one_line_e
     one_line_error(proc, "dar-backdoor", "cannot load as a TorchScript encoder")
     with pytest.raises(Exception, match="changed since training|cannot load"):
         victim.load(out)
+
+
+def test_run_with_baselines_only_needs_no_rule():
+    from methodkit.tools.dar.discover import DiscoverConfig
+    from methodkit.tools.dar.pipeline import RunConfig, run
+
+    x, y = data.load("synthetic", "train", 300)
+    xt, yt = data.load("synthetic", "test", 100)
+    tiny = victim.VictimConfig(arch="cnn-xs", width=2, epochs=0.3, batch_size=32)
+    cfg = RunConfig(DiscoverConfig(min_entropy=1.0), tiny, tiny, budget=10, methods=("clean", "badnets"))
+    result = run(x, y, xt, yt, 10, cfg)  # no rule could pass min_entropy 1.0; none is needed
+    assert result.rules == [] and [r["method"] for r in result.rows] == ["clean", "clean", "badnets", "badnets"]

@@ -50,9 +50,13 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
     result = RunResult()
     x_kd, y_kd = kd_data if kd_data is not None else (x, y)
     target = cfg.discover.target
-    dcfg = replace(cfg.discover, budget=cfg.budget, top=1)
-    rule = discover(x, y, dcfg, classes=classes)[0]
-    result.rules.append(rule)
+    # DAR and the random-relabel control (evaluated with the DAR operator) need a rule; a clean teacher
+    # is evaluated with the DAR rule when there is one, else with the first baseline trigger run
+    baselines = [m for m in cfg.methods if m in ("badnets", "blended")]
+    rule = None
+    if {"dar", "random"} & set(cfg.methods) or not baselines:
+        rule = discover(x, y, replace(cfg.discover, budget=cfg.budget, top=1), classes=classes)[0]
+        result.rules.append(rule)
     for seed in cfg.seeds:
         for method in cfg.methods:
             if method == "dar":
@@ -65,7 +69,7 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
                 p = None
             images = p.images if p is not None and p.images is not None else x
             labels = p.labels if p is not None else y
-            trig = method if method in ("badnets", "blended") else rule
+            trig = method if method in ("badnets", "blended") else (rule if rule is not None else baselines[0])
             teacher, _ = fit(images, labels, replace(cfg.teacher, seed=seed), classes, progress=progress)
             # the student sees only clean images with their true labels
             models = [("teacher", teacher, None)]
