@@ -2,14 +2,15 @@
 surrogate's feature space, relabel its carriers, train a victim from scratch, and trigger test images
 by a local (8x8 pixel) patch found by projected gradient descent on the surrogate.
 
-Usage: python -P bench/_dar_feature_probe.py N EPOCHS
+Usage: python -P bench/_dar_feature_probe.py N EPOCHS [PATCH [STEPS]]
 Fashion-MNIST, first N train / 1,000 test images, target 0, budget 2% of N, cnn-s width 8, batch 32.
 Surrogate: cnn-s trained on clean labels (seed 1); features = its penultimate layer, z-scored PCA
 (16 components); subspaces = pairs of components, 6 levels on [-3, 3] (CLIQUE cells as in discover);
 cells with support in [1%, 5%], label entropy >= 0.5 and pool >= budget, ranked by isolation (margin
-0.5 z). Victim: cnn-s from scratch, seed 0, on the relabelled set. Operator: 40 signed-gradient steps
-(0.03 per pixel) on the 8x8 block with the largest surrogate-gradient mass, moving the image's two
-coordinates to the cell centre.
+0.5 z). Victim: cnn-s from scratch, seed 0, on the relabelled set. Operator: STEPS (40) signed-gradient
+steps (0.03 per pixel) on the PATCH x PATCH (8) block with the largest surrogate-gradient mass, moving
+the image's two coordinates to the cell centre. Prints the ASR on all triggered images and on those
+the operator brought into the cell (validity measured on the surrogate).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from methodkit.tools.dar.victim import VictimConfig, fit
 def main(argv):
     torch.set_num_threads(2)
     n, epochs = int(argv[0]), float(argv[1])
+    patch = int(argv[2]) if len(argv) > 2 else 8
+    steps = int(argv[3]) if len(argv) > 3 else 40
     x, y = data.load("fashion-mnist", "train", n)
     xt, yt = data.load("fashion-mnist", "test", 1000)
     budget = max(1, int(0.02 * n))
@@ -96,22 +99,28 @@ def main(argv):
 
     probe = img.clone().requires_grad_(True)
     ((coords(probe) - goal) ** 2).sum().backward()
-    mass = torch.nn.functional.avg_pool2d(probe.grad.abs(), 8, stride=1)  # (N, 1, 21, 21)
+    mass = torch.nn.functional.avg_pool2d(probe.grad.abs(), patch, stride=1)
     pos = mass.flatten(1).argmax(1)
     rows, cols = (pos // mass.shape[-1]).numpy(), (pos % mass.shape[-1]).numpy()
     mask = torch.zeros_like(img)
     for i, (r, c) in enumerate(zip(rows, cols)):
-        mask[i, 0, r : r + 8, c : c + 8] = 1
+        mask[i, 0, r : r + patch, c : c + patch] = 1
     adv = img.clone()
-    for _ in range(40):
+    for _ in range(steps):
         adv.requires_grad_(True)
         loss = ((coords(adv) - goal) ** 2).sum()
         (grad,) = torch.autograd.grad(loss, adv)
         adv = (adv.detach() - 0.03 * grad.sign() * mask).clamp(0, 1)
     trig = np.rint(adv.detach().squeeze(1).numpy() * 255).astype(np.uint8)
     zt_trig = ((penultimate(surrogate, trig) - mean) @ basis.T / sd)[:, [a, b]]
-    valid = ((zt_trig >= lo) & (zt_trig < hi)).all(1).mean()
-    asr = np.mean(victim.predict(trig) == 0)
+    valid_rows = ((zt_trig >= lo) & (zt_trig < hi)).all(1)
+    valid = valid_rows.mean()
+    hits = victim.predict(trig) == 0
+    asr = hits.mean()
+    print(
+        f"ASR on the {valid_rows.sum()} triggered images inside the cell: {hits[valid_rows].mean():.3f}; "
+        f"outside: {hits[~valid_rows].mean():.3f}; patch {patch}, steps {steps}"
+    )
     clean_acc = np.mean(victim.predict(xt) == yt)
     sur_asr = np.mean(surrogate.predict(trig) == 0)
     print(f"victim C-Acc {clean_acc:.3f}; operator validity on the surrogate {valid:.3f}; ASR {asr:.3f} "
