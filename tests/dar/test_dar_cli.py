@@ -99,23 +99,33 @@ def test_bad_inputs(run_cli, work, one_line_error):
     out = work / "results.csv"
     proc = run_cli(["dar-backdoor", "run", "--defenses", "ft,foo", "-o", out])
     one_line_error(proc, "dar-backdoor", "--defenses: unknown foo")
+    proc = run_cli(["dar-backdoor", "run", "--alpha", "0.9,1.5", "-o", out])
+    one_line_error(proc, "dar-backdoor", "--alpha must be numbers in [0, 1]")
     proc = run_cli(["dar-backdoor", "run", "--limit", "59000", "--kd-data", "2000", "-o", out])
     one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")
     assert not out.exists()
+    import torch
+
+    if not torch.cuda.is_available():
+        model = work / "never.safetensors"
+        proc = run_cli(["dar-backdoor", "train", work / "train.npz", "--device", "cuda", "-o", model])
+        one_line_error(proc, "dar-backdoor", "--device cuda: torch sees no CUDA device", code=1)
+        assert not model.exists()
 
 
 def test_run_with_defenses_and_kd_data(run_cli):
     proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "--test-limit", "100",
                     "--rank", "entropy", "--methods", "badnets", "--budget", "10", "--epochs", "0.5", "--width", "2",
                     "--batch-size", "32", "--defenses", "ft,fp,ss", "--kd-data", "100", "--support", "0.005", "0.1",
-                    "-q"])  # fmt: skip
+                    "--alpha", "0.9,0.5", "--device", "cpu", "-q"])  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     import io
 
     import pandas as pd
 
     table = pd.read_csv(io.BytesIO(proc.stdout))
-    assert list(table["stage"]) == ["teacher", "student", "ft", "fine-pruning"]
+    assert list(table["stage"]) == ["teacher", "student", "student", "ft", "fine-pruning"]
+    assert list(table["alpha"].iloc[1:3]) == [0.9, 0.5] and table["alpha"].iloc[[0, 3, 4]].isna().all()
     teacher = table.iloc[0]
-    assert 0 <= teacher["ss_recall"] <= 1 and table.iloc[3]["pruned_channels"] >= 0
+    assert 0 <= teacher["ss_recall"] <= 1 and table.iloc[4]["pruned_channels"] >= 0
     assert (table["relabelled"] == 10).all()

@@ -125,3 +125,39 @@ def test_kmeans_discovery_finds_the_planted_pattern_as_a_ball():
     mask[r : r + w, c : c + w] = False
     assert (moved[:, mask] == x[:100][:, mask]).all()
     assert Rule.from_dict(best.to_dict()).shape == "ball"
+
+
+def test_isolation_counts_near_duplicates_and_ranks_the_planted_blob_first():
+    from methodkit.tools.dar.rules import coordinates, distance
+
+    x, y, blob = data.synthetic(3000, seed=0)
+    rules = discover(x, y, DiscoverConfig(budget=30, rank="isolation", top=50))
+    iso = [r.isolation for r in rules]
+    assert iso == sorted(iso, reverse=True)
+    best = rules[0]
+    assert blob[satisfies(x, best)].mean() > 0.8  # the planted blob sits in an empty neighbourhood
+    for rule in (best, rules[-1]):  # near = non-members within the margin, recounted by brute force
+        d = distance(coordinates(x, rule), rule)
+        inside = satisfies(x, rule)
+        assert not d[inside].any()
+        assert rule.near == int(((d > 0) & (d < 0.5) & ~inside).sum())
+        assert rule.isolation == pytest.approx(rule.members / (rule.members + rule.near))
+
+
+def test_pooled_window_rule_operator_and_matching():
+    from methodkit.tools.dar.rules import pooled
+
+    x, y = data.load("mnist5k", "train", 600)
+    rule = Rule("spatial", [0.0, 0.5, 0.25, 0.75], [0.25, 0.75, 0.5, 1.0], window=[2, 3, 2], scale=4)
+    moved = apply(x, rule, kappa=0.0)
+    assert satisfies(moved, rule).mean() > 0.97  # block means moved to the cell centre (few clipped blocks)
+    changed = (moved != x).any(axis=0)
+    assert not changed[:8].any() and not changed[16:].any() and not changed[:, :12].any() and not changed[:, 20:].any()
+    # matching is the kernel's quantisation of the pooled image
+    p = pooled(x, 4)
+    levels = (p[:, 2:4, 3:5].reshape(len(x), -1).astype(int) * 4) // 256
+    assert np.array_equal(satisfies(x, rule), (levels == [0, 2, 1, 3]).all(axis=1))
+    found = discover(x, y, DiscoverConfig(budget=3, rank="isolation", window=2, scale=4, top=3, min_entropy=0.3))
+    assert all(r.scale == 4 and satisfies(x, r).sum() == r.members for r in found)
+    with pytest.raises(UsageError, match="--scale"):
+        DiscoverConfig(op="frequency", scale=2).check()

@@ -1,11 +1,17 @@
 """Rule discovery: CLIQUE-style dense cells in low-dimensional subspaces, ranked for a target class.
 
-Spatial: every w x w window (stride 1), pixels quantised to xi levels on [0, 1] (or, with
+Spatial: every w x w window (stride 1), pixels quantised to xi levels on [0, 1]; with scale s > 1
+the window lies on the image average-pooled by s x s blocks (a coarse pattern: w = 2, s = 4 is an
+8 x 8 pixel region described by its four block means) (or, with
 method "kmeans", balls around k-means centres of the window pixels); frequency: b x b
 blocks of z-scored DCT-II coefficients with 1 <= u + v <= H/2, xi levels on [-3, 3]. A cell is
 dense when its support is in [s_lo, s_hi]. Candidates must have label entropy >= min_entropy
 (the pattern cuts across classes) and a non-target pool >= budget; they are ranked by operator
-cost (mean ||T(x) - x||_2 on held-out images) ascending, support descending.
+cost (mean ||T(x) - x||_2 on held-out images) ascending, support descending (the issue's reading),
+or by isolation: members / (members + near), where `near` counts the train images outside the cell
+but within an L2 margin of it in the subspace (pixel units for spatial windows, z units for DCT
+blocks). Near-duplicates keep their true labels after poisoning, so a cell embedded in a continuum
+of them is a boundary no network draws from a few relabelled images (see the README's diagnosis).
 """
 
 from __future__ import annotations
@@ -18,17 +24,18 @@ import numpy as np
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.dar import kernels
-from methodkit.tools.dar.rules import Z_RANGE, Rule, apply, dct2
+from methodkit.tools.dar.rules import Z_RANGE, Rule, apply, dct2, distance, pooled
 
 OPERATORS = ("spatial", "frequency")
 METHODS = ("clique", "kmeans")
-RANKINGS = ("cost", "entropy", "conflict")
+RANKINGS = ("cost", "entropy", "conflict", "isolation")
 
 
 @dataclass
 class DiscoverConfig:
     op: str = "spatial"
     window: int = 3
+    scale: int = 1  # spatial: windows on the image average-pooled by scale x scale blocks (coarse patterns)
     block: int = 2
     xi: int | None = None  # default 4 (spatial), 6 (frequency)
     s_lo: float = 0.005
@@ -40,12 +47,17 @@ class DiscoverConfig:
     kappa: float = 0.5
     cost_images: int = 1000
     # cost (ascending; the issue's reading) | entropy (descending: most class-blind first) |
-    # conflict (fewest non-target members left unrelabelled, i.e. pool closest to the budget; then cost)
+    # conflict (fewest non-target members left unrelabelled, i.e. pool closest to the budget; then cost) |
+    # isolation (fewest near-duplicates around the cell per member; then cost)
     rank: str = "cost"
+    margin: float | None = None  # isolation margin; default 0.5 (spatial, pixel units), 1.0 (frequency, z units)
     method: str = "clique"  # clique (grid cells) | kmeans (balls around k-means centres, spatial windows)
     k: int = 32
     kmeans_fit: int = 2000  # images the centres are fitted on (all images are then counted)
     seed: int = 0
+
+    def isolation_margin(self) -> float:
+        return self.margin if self.margin is not None else (0.5 if self.op == "spatial" else 1.0)
 
     def levels(self) -> int:
         return self.xi or (4 if self.op == "spatial" else 6)
@@ -57,6 +69,8 @@ class DiscoverConfig:
             raise UsageError(f"--discover must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.method == "kmeans" and self.op != "spatial":
             raise UsageError("--discover kmeans works on spatial windows (--op spatial)")
+        if self.scale < 1 or (self.scale > 1 and self.op != "spatial"):
+            raise UsageError(f"--scale must be >= 1 and needs --op spatial, got {self.scale} with {self.op}")
         if self.k < 2:
             raise UsageError(f"--k must be at least 2, got {self.k}")
         if self.rank not in RANKINGS:
@@ -197,7 +211,11 @@ def discover(
         find = kmeans_candidates
     else:
         find = spatial_candidates if cfg.op == "spatial" else frequency_candidates
-    candidates = find(x, y, classes, cfg)
+    if cfg.op == "spatial" and cfg.window > min(x.shape[1:]) // cfg.scale:
+        raise UsageError(f"--window {cfg.window} does not fit the {min(x.shape[1:]) // cfg.scale}-cell pooled image")
+    candidates = find(pooled(x, cfg.scale) if cfg.op == "spatial" else x, y, classes, cfg)
+    for rule in candidates:
+        rule.scale = cfg.scale
     progress("candidates", 1, 1)
     passed = [r for r in candidates if r.entropy >= cfg.min_entropy and r.pool >= budget]
     if not passed:
@@ -211,14 +229,39 @@ def discover(
             "widen --support or change --window/--op"
         )
     sample = (held_out if held_out is not None else x)[: cfg.cost_images]
+    z_of = _subspace_coordinates(x)
     for i, rule in enumerate(passed):
         moved = apply(sample, rule, cfg.kappa)
         rule.cost = float(np.linalg.norm((moved.astype(np.float64) - sample) / 255.0, axis=(1, 2)).mean())
+        d = distance(z_of(rule), rule)
+        rule.near = int(((d > 1e-9) & (d < cfg.isolation_margin())).sum())
+        rule.isolation = rule.members / max(rule.members + rule.near, 1)
         progress("cost", i + 1, len(passed))
     if cfg.rank == "cost":
         passed.sort(key=lambda r: (r.cost, -r.support))
     elif cfg.rank == "conflict":
         passed.sort(key=lambda r: (r.pool - budget, r.cost))
+    elif cfg.rank == "isolation":
+        passed.sort(key=lambda r: (-r.isolation, r.cost))
     else:
         passed.sort(key=lambda r: (-r.entropy, -r.support))
     return passed[: cfg.top]
+
+
+def _subspace_coordinates(x: np.ndarray):
+    """rule -> its subspace coordinates of every train image (DCT computed once for frequency rules)."""
+    cache = {}
+
+    def coordinates_of(rule: Rule) -> np.ndarray:
+        if rule.op == "spatial":
+            r, c, w = rule.window
+            if ("pooled", rule.scale) not in cache:
+                cache[("pooled", rule.scale)] = pooled(x, rule.scale)
+            return cache[("pooled", rule.scale)][:, r : r + w, c : c + w].reshape(len(x), -1) / 255.0
+        if "dct" not in cache:
+            cache["dct"] = dct2(x / 255.0)
+        values = np.stack([cache["dct"][:, u, v] for u, v in rule.coeffs], axis=1)
+        z = (values - np.asarray(rule.mean)) / np.asarray(rule.sd)
+        return np.clip(z, Z_RANGE[0], Z_RANGE[1] - 1e-9)  # as discover quantised them
+
+    return coordinates_of

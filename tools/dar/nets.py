@@ -1,4 +1,6 @@
-"""The issue's victim networks: cnn-s (teacher), cnn-xs (KD student), resnet8; `width` scales channels."""
+"""The issue's victim networks: cnn-s (teacher), cnn-xs (KD student), resnet8; `width` scales channels.
+Plus the linear-probe setting: a user-supplied frozen TorchScript encoder with a trainable linear head
+(`--backbone torchscript:PATH`; the issue's stand-in for CLIP, whose weights cannot be had offline)."""
 
 from __future__ import annotations
 
@@ -66,6 +68,55 @@ class ResNet8(nn.Module):
 
     def forward(self, x):
         return self.body(x)
+
+
+class FrozenBackbone(nn.Module):
+    """A frozen TorchScript encoder (its outputs flattened to features) and a trainable linear head."""
+
+    def __init__(self, encoder, features: int, classes: int):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Linear(features, classes)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        self.encoder.eval()  # frozen: batch-norm statistics and dropout of the encoder never change
+        return self
+
+    def forward(self, x):
+        with torch.no_grad():
+            features = self.encoder(x).flatten(1)
+        return self.head(features)
+
+
+def load_backbone(spec: str, side: int):
+    """`torchscript:PATH` -> (frozen encoder, feature count, path, file SHA-256)."""
+    import hashlib
+
+    from methodkit.core.errors import DataError, UsageError
+
+    if not spec.startswith("torchscript:") or not spec[len("torchscript:") :]:
+        raise UsageError(f"--backbone must be torchscript:PATH, got {spec!r}")
+    path = spec[len("torchscript:") :]
+    try:
+        encoder = torch.jit.load(path, map_location="cpu")
+        with open(path, "rb") as handle:
+            digest = hashlib.sha256(handle.read()).hexdigest()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise DataError(f"{path}: cannot load as a TorchScript encoder ({str(exc).splitlines()[0][:120]})") from None
+    encoder.eval()
+    for p in encoder.parameters():
+        p.requires_grad_(False)
+    try:
+        with torch.no_grad():
+            probe = encoder(torch.zeros(2, 1, side, side))
+    except Exception as exc:  # a foreign module: any error means it does not take (N, 1, side, side) images
+        raise DataError(
+            f"{path}: the encoder does not take (N, 1, {side}, {side}) images ({type(exc).__name__})"
+        ) from None
+    if not isinstance(probe, torch.Tensor) or probe.ndim < 2 or probe.shape[0] != 2:
+        raise DataError(f"{path}: the encoder must return one feature tensor per image")
+    return encoder, int(probe.flatten(1).shape[1]), path, digest
 
 
 def build(arch: str, classes: int, side: int, width: int = 32) -> nn.Module:

@@ -30,6 +30,7 @@ class RunConfig:
     seeds: tuple = (0,)
     methods: tuple = METHODS
     kappa: float = 0.5
+    alphas: tuple = ()  # KD weights of the students; () -> (student.alpha,)
     defenses: tuple = ()  # ft, fp, ss (run on every poisoned teacher)
     defense: defending.DefenseConfig = field(default_factory=defending.DefenseConfig)
 
@@ -49,9 +50,13 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
     result = RunResult()
     x_kd, y_kd = kd_data if kd_data is not None else (x, y)
     target = cfg.discover.target
-    dcfg = replace(cfg.discover, budget=cfg.budget, top=1)
-    rule = discover(x, y, dcfg, classes=classes)[0]
-    result.rules.append(rule)
+    # DAR and the random-relabel control (evaluated with the DAR operator) need a rule; a clean teacher
+    # is evaluated with the DAR rule when there is one, else with the first baseline trigger run
+    baselines = [m for m in cfg.methods if m in ("badnets", "blended")]
+    rule = None
+    if {"dar", "random"} & set(cfg.methods) or not baselines:
+        rule = discover(x, y, replace(cfg.discover, budget=cfg.budget, top=1), classes=classes)[0]
+        result.rules.append(rule)
     for seed in cfg.seeds:
         for method in cfg.methods:
             if method == "dar":
@@ -64,26 +69,31 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
                 p = None
             images = p.images if p is not None and p.images is not None else x
             labels = p.labels if p is not None else y
-            trig = method if method in ("badnets", "blended") else rule
+            trig = method if method in ("badnets", "blended") else (rule if rule is not None else baselines[0])
             teacher, _ = fit(images, labels, replace(cfg.teacher, seed=seed), classes, progress=progress)
             # the student sees only clean images with their true labels
-            student, _ = fit(x_kd, y_kd, replace(cfg.student, seed=seed), classes, teacher=teacher, progress=progress)
-            models = [("teacher", teacher), ("student", student)]
+            models = [("teacher", teacher, None)]
+            for alpha in cfg.alphas or (cfg.student.alpha,):
+                scfg = replace(cfg.student, seed=seed, alpha=alpha)
+                student, _ = fit(x_kd, y_kd, scfg, classes, teacher=teacher, progress=progress)
+                models.append(("student", student, alpha))
             extra = {}
             if p is not None and cfg.defenses:
                 clean = defending.clean_subset(len(x), cfg.defense.clean_share, seed)
                 if "ft" in cfg.defenses:
-                    models.append(("ft", defending.fine_tune(teacher, x[clean], y[clean], cfg.defense, seed, progress)))
+                    tuned = defending.fine_tune(teacher, x[clean], y[clean], cfg.defense, seed, progress)
+                    models.append(("ft", tuned, None))
                 if "fp" in cfg.defenses:
                     pruned, k = defending.fine_prune(teacher, x[clean], y[clean], cfg.defense, seed, progress)
-                    models.append(("fine-pruning", pruned))
+                    models.append(("fine-pruning", pruned, None))
                     extra["pruned_channels"] = k
                 if "ss" in cfg.defenses:
                     extra["ss_recall"] = defending.spectral_recall(teacher, images, labels, p.indices, cfg.budget,
                                                                    cfg.defense.flag_factor)  # fmt: skip
-            for stage, model in models:
+            for stage, model, alpha in models:
                 metrics = evaluate(model, x_test, y_test, trig, target, cfg.kappa)
-                row = {"method": method, "stage": stage, "seed": seed, "relabelled": 0 if p is None else len(p.indices),
+                row = {"method": method, "stage": stage, "seed": seed, "alpha": alpha,
+                       "relabelled": 0 if p is None else len(p.indices),
                        "c_acc": metrics["c_acc"], "asr": metrics["asr"], "r_acc": metrics["r_acc"],
                        "natural_trigger_rate": metrics.get("natural_trigger_rate"),
                        "trigger_validity": metrics.get("trigger_validity")}  # fmt: skip
@@ -98,10 +108,10 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
 
 
 def summary(rows: list) -> dict:
-    """Mean ASR / C-Acc per (method, stage) over seeds."""
+    """Mean ASR / C-Acc per (method, stage[, alpha]) over seeds."""
     out: dict = {}
     for row in rows:
-        key = f"{row['method']}_{row['stage']}"
+        key = f"{row['method']}_{row['stage']}" + (f"_a{row['alpha']}" if row.get("alpha") is not None else "")
         out.setdefault(key, []).append((row["asr"], row["c_acc"]))
     return {
         k: {"asr": float(np.mean([a for a, _ in v])), "c_acc": float(np.mean([c for _, c in v]))}

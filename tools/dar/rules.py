@@ -26,7 +26,8 @@ class Rule:
     op: str  # spatial | frequency
     lo: list  # per coordinate, [0, 1] pixels (spatial) or z units (frequency)
     hi: list
-    window: list | None = None  # [row, col, w]
+    window: list | None = None  # [row, col, w] (in pooled cells when scale > 1)
+    scale: int = 1  # spatial: the window lies on the image average-pooled by scale x scale blocks
     coeffs: list | None = None  # [[u, v], ...]
     mean: list | None = None  # train mean/sd of the coefficients (frequency)
     sd: list | None = None
@@ -36,6 +37,8 @@ class Rule:
     pool: int = 0  # non-target members for the target it was ranked for
     target: int | None = None
     cost: float = 0.0
+    near: int = 0  # non-members within the isolation margin of the cell (near-duplicates keeping their labels)
+    isolation: float = 0.0  # members / (members + near)
     shape: str = "box"  # box (CLIQUE cell) | ball (k-means centre + radius)
     centre: list | None = None
     radius: float | None = None
@@ -81,14 +84,32 @@ def idct2(c: np.ndarray) -> np.ndarray:
     return d.T @ c @ d
 
 
+def pooled(x_u8: np.ndarray, scale: int) -> np.ndarray:
+    """Images average-pooled by scale x scale blocks (edge rows/columns that fill no block dropped),
+    rounded to uint8 so the kernel, `satisfies` and the operator quantise the same values."""
+    if scale == 1:
+        return x_u8
+    n, h, w = x_u8.shape
+    blocks = x_u8[:, : h // scale * scale, : w // scale * scale].reshape(n, h // scale, scale, w // scale, scale)
+    return np.rint(blocks.mean(axis=(2, 4))).astype(np.uint8)
+
+
 def coordinates(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
-    """The rule's subspace coordinates (N, d): pixels in [0, 1], or z-scored DCT coefficients."""
+    """The rule's subspace coordinates (N, d): pixels (or block means) in [0, 1], or z-scored DCT coefficients."""
     if rule.op == "spatial":
         r, c, w = rule.window
-        return x_u8[:, r : r + w, c : c + w].reshape(len(x_u8), -1) / 255.0
+        return pooled(x_u8, rule.scale)[:, r : r + w, c : c + w].reshape(len(x_u8), -1) / 255.0
     coeffs = dct2(x_u8 / 255.0)
     values = np.stack([coeffs[:, u, v] for u, v in rule.coeffs], axis=1)
     return (values - np.asarray(rule.mean)) / np.asarray(rule.sd)
+
+
+def distance(z: np.ndarray, rule: Rule) -> np.ndarray:
+    """L2 distance of subspace coordinates z (N, d) to the rule's cell (box) or ball; 0 inside."""
+    if rule.shape == "ball":
+        return np.maximum(np.linalg.norm(z - np.asarray(rule.centre), axis=1) - rule.radius, 0.0)
+    outside = np.maximum(np.asarray(rule.lo) - z, 0.0) + np.maximum(z - np.asarray(rule.hi), 0.0)
+    return np.linalg.norm(outside, axis=1)
 
 
 def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
@@ -100,7 +121,7 @@ def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
         # level l of xi holds pixels v with l/xi <= v/256 < (l+1)/xi (the kernel's quantisation)
         lo = np.ceil(np.asarray(rule.lo) * 256 - 1e-9).clip(0, 255).astype(np.int64)
         hi = (np.ceil(np.asarray(rule.hi) * 256 - 1e-9) - 1).clip(0, 255).astype(np.int64)
-        return kernels.match_window(np.ascontiguousarray(x_u8), r, c, w, lo, hi)
+        return kernels.match_window(np.ascontiguousarray(pooled(x_u8, rule.scale)), r, c, w, lo, hi)
     # z is clipped to the quantisation range [-3, 3) so the tail levels hold the tails (as in discover)
     z = np.clip(coordinates(x_u8, rule), Z_RANGE[0], Z_RANGE[1] - 1e-9)
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
@@ -120,6 +141,8 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
         moved = centre + np.clip(z - centre, -kappa * half, kappa * half)
     target = z + blend * (moved - z)
     out = x_u8.astype(np.float64) / 255.0
+    if rule.op == "spatial" and rule.scale > 1:
+        return _shift_blocks(x_u8, rule, target)
     if rule.op == "spatial":
         r, c, w = rule.window
         out[:, r : r + w, c : c + w] = target.reshape(-1, w, w)
@@ -129,6 +152,24 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
             coeffs[:, u, v] = target[:, j] * rule.sd[j] + rule.mean[j]
         out = idct2(coeffs)
     return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
+
+
+def _shift_blocks(x_u8: np.ndarray, rule: Rule, target: np.ndarray) -> np.ndarray:
+    """Pooled-window operator: shift every pixel of each block of the window by the same amount so the
+    block mean becomes the target (texture inside the block kept); pixels clipped at 0 or 255 pass
+    the remainder to the block's other pixels over a few rounds."""
+    r, c, w = rule.window
+    s = rule.scale
+    out = x_u8.astype(np.float64)
+    region = out[:, r * s : (r + w) * s, c * s : (c + w) * s].reshape(len(x_u8), w, s, w, s)
+    goal = (target.reshape(-1, w, w) * 255.0)[:, :, None, :, None]
+    for _ in range(4):
+        gap = goal - region.mean(axis=(2, 4), keepdims=True)
+        free = np.where(gap > 0, region < 255, region > 0)
+        share = np.maximum(free.sum(axis=(2, 4), keepdims=True), 1)
+        region = np.clip(region + free * gap * (s * s) / share, 0, 255)
+    out[:, r * s : (r + w) * s, c * s : (c + w) * s] = region.reshape(len(x_u8), w * s, w * s)
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
 
 
 def badnets(x_u8: np.ndarray) -> np.ndarray:

@@ -2,7 +2,10 @@
 
 KD loss: alpha * T^2 * KL(softmax(z_t/T) || softmax(z_s/T)) + (1 - alpha) * CE(z_s, y), on the
 clean images with TRUE labels; the teacher's logits are computed once (it is frozen).
-Training is core.train's loop: SGD(lr, momentum 0.9, wd 5e-4), warmup + cosine, seeded batches.
+Training is core.train's loop: SGD(lr, momentum 0.9, wd 5e-4), warmup + cosine, seeded batches,
+on the CPU or a CUDA device (`--device`); the returned model always lives on the CPU. An interrupted
+or failed training leaves OUTPUT.partial.safetensors (+ .partial.json, with the step reached) when a
+partial path is given, never a half-written final model.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from methodkit.core import checkpoint
-from methodkit.core.errors import DataError, UsageError
+from methodkit.core.backend import DEVICES
+from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.core.train import TrainConfig, train
 from methodkit.tools.dar import nets
@@ -31,6 +35,8 @@ class VictimConfig:
     alpha: float = 0.9
     augment: str = ""  # "", "crop2", "flip", "crop2,flip"
     seed: int = 0
+    device: str = "cpu"  # auto | cpu | cuda (torch's CUDA, not CuPy)
+    backbone: str = ""  # torchscript:PATH -> frozen encoder + linear head (arch and width then unused)
 
     def check(self) -> None:
         if self.arch not in nets.ARCHS:
@@ -41,9 +47,35 @@ class VictimConfig:
             raise UsageError(
                 f"--alpha must be in [0, 1] and --temperature positive, got {self.alpha}, {self.temperature}"
             )
+        if self.backbone and not self.backbone.startswith("torchscript:"):
+            raise UsageError(f"--backbone must be torchscript:PATH, got {self.backbone!r}")
+        if self.device not in DEVICES:
+            raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {self.device!r}")
         bad = {a for a in self.augment.split(",") if a} - {"crop2", "flip"}
         if bad:
             raise UsageError(f"--augment: unknown {', '.join(sorted(bad))} (known: crop2, flip)")
+
+
+def torch_device(device: str) -> str:
+    """--device auto|cpu|cuda for torch: 'cuda' when torch sees a CUDA device (auto) or was asked to
+    (cuda without one is a failure, exit 1), else 'cpu'."""
+    import torch
+
+    if device not in DEVICES:
+        raise UsageError(f"--device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if device == "cpu":
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise RunFailure("--device cuda: torch sees no CUDA device (a CPU build of torch, or no GPU); use --device cpu")
+    return "cpu"
+
+
+def partial_path(output: str | os.PathLike) -> str:
+    """Where an interrupted training keeps its last weights: model.safetensors -> model.partial.safetensors."""
+    root, ext = os.path.splitext(str(output))
+    return f"{root}.partial{ext or '.safetensors'}"
 
 
 @dataclass
@@ -55,10 +87,11 @@ class Model:
         import torch
 
         self.net.eval()
+        device = next(self.net.parameters()).device
         out = []
         with torch.no_grad():
             for i in range(0, len(x_u8), batch):
-                out.append(self.net(_tensor(x_u8[i : i + batch], self.config)).numpy())
+                out.append(self.net(_tensor(x_u8[i : i + batch], self.config).to(device)).cpu().numpy())
         return np.concatenate(out) if out else np.zeros((0, self.config["classes"]), np.float32)
 
     def predict(self, x_u8: np.ndarray) -> np.ndarray:
@@ -91,7 +124,13 @@ def load(path: str | os.PathLike) -> Model:
     except (KeyError, ValueError, TypeError):
         raise DataError(f"{side}: not a dar-backdoor model sidecar (needs config.arch/width/side/classes)") from None
     tensors, _ = checkpoint.load(path, expected_spec=spec)
-    net = nets.build(config["arch"], config["classes"], config["side"], config["width"])
+    if config["arch"] == "torchscript":
+        encoder, features, where, digest = nets.load_backbone(f"torchscript:{config['backbone']}", config["side"])
+        if digest != config.get("backbone_sha256"):
+            raise DataError(f"{path}: its encoder {where} changed since training (SHA-256 differs)")
+        net = nets.FrozenBackbone(encoder, features, config["classes"])
+    else:
+        net = nets.build(config["arch"], config["classes"], config["side"], config["width"])
     try:
         net.load_state_dict(tensors)
     except RuntimeError as exc:
@@ -104,7 +143,7 @@ def _augment(batch, kinds: str, generator):
     import torch
 
     if "flip" in kinds:
-        flip = torch.rand(len(batch), generator=generator) < 0.5
+        flip = (torch.rand(len(batch), generator=generator) < 0.5).to(batch.device)
         batch[flip] = batch[flip].flip(-1)
     if "crop2" in kinds:
         padded = torch.nn.functional.pad(batch, (2, 2, 2, 2))
@@ -120,8 +159,11 @@ def fit(
     classes: int,
     teacher: Model | None = None,
     progress: ProgressCallback = silent,
+    partial: str | os.PathLike | None = None,
 ) -> tuple[Model, dict]:
-    """Train cfg.arch on (x, labels); with `teacher`, clean KD (labels must then be the true ones)."""
+    """Train cfg.arch on (x, labels); with `teacher`, clean KD (labels must then be the true ones).
+    With `partial`, an interrupt (KeyboardInterrupt) or a failure while training saves the weights
+    reached there (sidecar "partial_step") before the exception goes on."""
     import torch
     import torch.nn.functional as F
 
@@ -132,21 +174,27 @@ def fit(
         raise DataError(
             f"teacher expects {teacher.config['side']}x{teacher.config['side']} images, got {x_u8.shape[1:]}"
         )
+    device = torch_device(cfg.device)
     torch.manual_seed(cfg.seed)
     side = x_u8.shape[1]
     scaled = x_u8 / 255.0
     config = {"arch": cfg.arch, "width": cfg.width, "side": side, "classes": classes,
               "mean": float(scaled.mean()), "std": float(scaled.std() + 1e-8), "train": asdict(cfg),
               "kd": teacher is not None}  # fmt: skip
-    net = nets.build(cfg.arch, classes, side, cfg.width)
-    data = _tensor(x_u8, config)
-    target = torch.from_numpy(labels.astype(np.int64))
-    soft = torch.from_numpy(teacher.logits(x_u8)) / cfg.temperature if teacher is not None else None
+    if cfg.backbone:
+        encoder, features, where, digest = nets.load_backbone(cfg.backbone, side)
+        net = nets.FrozenBackbone(encoder, features, classes).to(device)
+        config.update(arch="torchscript", width=features, backbone=where, backbone_sha256=digest)
+    else:
+        net = nets.build(cfg.arch, classes, side, cfg.width).to(device)
+    data = _tensor(x_u8, config).to(device)
+    target = torch.from_numpy(labels.astype(np.int64)).to(device)
+    soft = torch.from_numpy(teacher.logits(x_u8)).to(device) / cfg.temperature if teacher is not None else None
     generator = torch.Generator().manual_seed(cfg.seed)
     steps = max(1, int(round(cfg.epochs * len(x_u8) / cfg.batch_size)))
 
     def loss_fn(model, idx):
-        idx = torch.from_numpy(idx)
+        idx = torch.from_numpy(idx).to(device)
         batch = _augment(data[idx].clone(), cfg.augment, generator) if cfg.augment else data[idx]
         z = model(batch)
         ce = F.cross_entropy(z, target[idx])
@@ -160,6 +208,18 @@ def fit(
     tc = TrainConfig(steps=steps, batch_size=cfg.batch_size, lr=cfg.lr, weight_decay=cfg.weight_decay,
                      warmup=max(1, steps // 20), min_lr_ratio=0.0, clip=5.0, log_every=max(1, steps // 10),
                      seed=cfg.seed, optimizer="sgd")  # fmt: skip
-    result = train(net, loss_fn, len(x_u8), tc, progress=progress)
+    reached = [0]
+
+    def tracked(phase, done, total):
+        reached[0] = done
+        progress(phase, done, total)
+
+    try:
+        result = train(net, loss_fn, len(x_u8), tc, progress=tracked)
+    except (KeyboardInterrupt, RunFailure):
+        if partial is not None:
+            Model(net.cpu(), {**config, "partial_step": reached[0], "steps": steps}).save(partial)
+        raise
     config["log"] = result.history
-    return Model(net, config), {"steps": steps, "final_loss": result.final_loss, "seconds": round(result.seconds, 2)}
+    summary = {"steps": steps, "final_loss": result.final_loss, "seconds": round(result.seconds, 2), "device": device}
+    return Model(net.cpu(), config), summary
