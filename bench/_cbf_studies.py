@@ -106,14 +106,18 @@ def rt(args) -> dict:
         return stats.ttest_1samp(beta, 0.0), float(np.mean(beta))
 
     out: dict = {"study": "rt", "n": args.n}
-    test, mean = group(args.n, 0.05, 1000)
-    out["power_b0.05"] = {"mean_b_amb": round(mean, 4), "t": round(float(test.statistic), 2), "p": float(test.pvalue)}
-    print(json.dumps(out), flush=True)
+    if not args.skip_power:
+        test, mean = group(args.n, 0.05, 1000)
+        out["power_b0.05"] = {"mean_b_amb": round(mean, 4), "t": round(float(test.statistic), 2), "p": float(test.pvalue)}
+        print(json.dumps(out), flush=True)
     start = time.perf_counter()
-    pvals = [group(args.n, 0.0, 2000 + 10 * g)[0].pvalue for g in range(args.groups)]
+    pvals = [group(args.n, 0.0, args.fp_seed + 10 * g)[0].pvalue for g in range(args.groups)]
     pvals = np.array(pvals)
+    hits = int((pvals < 0.05).sum())
     out["false_positive"] = {
         "groups": args.groups,
+        "seed_base": args.fp_seed,
+        "binomial_p_vs_.05": float(stats.binomtest(hits, args.groups, 0.05, alternative="greater").pvalue),
         "rate_p<.05": float((pvals < 0.05).mean()),
         "rate_p<.001": float((pvals < 0.001).mean()),
         "seconds": round(time.perf_counter() - start, 1),
@@ -132,6 +136,8 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=60)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--fp-seed", type=int, default=2000, help="seed of the first null group (group g: + 10 g)")
+    parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
         print(json.dumps(lesion(args) if study == "lesion" else rt(args)), flush=True)
