@@ -214,7 +214,7 @@ def fit(
         runs=runs,
         evaluations=evaluations,
         optimizer=optimizer,
-        device=run.device if model in ("pf-beta", "pf-hpl") else "cpu",
+        device=run.device() if model in ("pf-beta", "pf-hpl") else "cpu",
     )
     started = time.perf_counter()
     with run.progress() as cb:
@@ -310,7 +310,7 @@ def signals(input, importer, clip, params_path, runs, **params):
     table = _read_params(run, params_path)
     model = _params_model(table, params_path)
     values = sigmod.params_values(table, model, cohort.subjects, params_path)
-    device = run.device if model in ("pf-beta", "pf-hpl") else "cpu"
+    device = run.device() if model in ("pf-beta", "pf-hpl") else "cpu"
     sig = sigmod.model_signals(
         cohort,
         model,
