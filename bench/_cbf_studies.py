@@ -7,6 +7,7 @@ lesion: `--per-group` pf-beta agents each of healthy (lambda = .2), vol-lesion (
 rt:     ambiguity -> RT. Power: `--n` CBF agents with log RT = 8.4 + b A_t + N(0, .1^2), b = .05, group
         t-test on the per-subject beta_A; false positives: `--groups` groups of `--n` agents with b = 0.
         A_t is the agents' own (true-parameter) ambiguity; the regression is `cbf-fit analyze`'s.
+rt-fixed: the regression's calibration alone (one group fixed, the null RT redrawn `--redraws` times).
 Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/_cbf_studies.py lesion rt
 """
 
@@ -106,14 +107,22 @@ def rt(args) -> dict:
         return stats.ttest_1samp(beta, 0.0), float(np.mean(beta))
 
     out: dict = {"study": "rt", "n": args.n}
-    test, mean = group(args.n, 0.05, 1000)
-    out["power_b0.05"] = {"mean_b_amb": round(mean, 4), "t": round(float(test.statistic), 2), "p": float(test.pvalue)}
-    print(json.dumps(out), flush=True)
+    if not args.skip_power:
+        test, mean = group(args.n, 0.05, 1000)
+        out["power_b0.05"] = {
+            "mean_b_amb": round(mean, 4),
+            "t": round(float(test.statistic), 2),
+            "p": float(test.pvalue),
+        }
+        print(json.dumps(out), flush=True)
     start = time.perf_counter()
-    pvals = [group(args.n, 0.0, 2000 + 10 * g)[0].pvalue for g in range(args.groups)]
+    pvals = [group(args.n, 0.0, args.fp_seed + 10 * g)[0].pvalue for g in range(args.groups)]
     pvals = np.array(pvals)
+    hits = int((pvals < 0.05).sum())
     out["false_positive"] = {
         "groups": args.groups,
+        "seed_base": args.fp_seed,
+        "binomial_p_vs_.05": float(stats.binomtest(hits, args.groups, 0.05, alternative="greater").pvalue),
         "rate_p<.05": float((pvals < 0.05).mean()),
         "rate_p<.001": float((pvals < 0.001).mean()),
         "seconds": round(time.perf_counter() - start, 1),
@@ -121,9 +130,43 @@ def rt(args) -> dict:
     return out
 
 
+def rt_fixed(args) -> dict:
+    """Calibration of the RT regression alone: one simulated group (seeds 2000-2002) held fixed, only the
+    null log RT = 8.4 + N(0, .1^2) redrawn `--redraws` times; rate of group t-tests with p < .05 / .01."""
+    import dataclasses
+
+    from methodkit.tools.cbf import agents, analyze, data, grid, signals
+    from methodkit.tools.cbf.forward import FilterOptions
+
+    task = data.simulate_task(seed=1)
+    n = args.n
+    people = data.cohort_for_agents(task, n, seed=2000)
+    params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(2001), 4.0)
+    sim = agents.simulate(people, "cbf", params, seed=2002, rt=agents.parse_rt("logrt=8.4+0.0*amb+N(0,0.1)"))
+    values = {k: params[k].to_numpy() for k in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
+    amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
+    rng = np.random.default_rng(5)
+    pvals = []
+    for _ in range(args.redraws):
+        rt_ms = np.round(np.exp(8.4 + 0.1 * rng.standard_normal(sim.cohort.rt_ms.shape)), 1)
+        cohort = dataclasses.replace(sim.cohort, rt_ms=rt_ms)
+        beta = analyze.rt_regression(cohort, amb.arrays["ambiguity"]).table["b_amb"].dropna().to_numpy()
+        pvals.append(stats.ttest_1samp(beta, 0.0).pvalue)
+    pvals = np.array(pvals)
+    return {
+        "study": "rt-fixed",
+        "n": n,
+        "redraws": args.redraws,
+        "rate_p<.05": float((pvals < 0.05).mean()),
+        "rate_p<.01": float((pvals < 0.01).mean()),
+        "ks_uniform_p": float(stats.kstest(pvals, "uniform").pvalue),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("studies", nargs="+", choices=["lesion", "rt"])
+    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed"])
+    parser.add_argument("--redraws", type=int, default=300, help="rt-fixed: null RT redraws")
     parser.add_argument("--per-group", type=int, default=60)
     parser.add_argument("--retest", type=int, default=20, help="agents per group refitted for test-retest")
     parser.add_argument("--restarts", type=int, default=3)
@@ -132,9 +175,12 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=60)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--fp-seed", type=int, default=2000, help="seed of the first null group (group g: + 10 g)")
+    parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
-        print(json.dumps(lesion(args) if study == "lesion" else rt(args)), flush=True)
+        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed}[study]
+        print(json.dumps(run(args)), flush=True)
 
 
 if __name__ == "__main__":

@@ -159,3 +159,12 @@ def test_pf_params_outside_their_range_are_named(run_cli, files, one_line_error)
     (files / "badpf.csv").write_text("subject,model,lambda_v,lambda_s,v0,s0\n" + rows)
     proc = run_cli(["cbf-fit", "signals", files / "a.csv", "--params", files / "badpf.csv"])
     one_line_error(proc, "cbf-fit", "badpf.csv: subject s0002: 'lambda_v' = 1.5 is outside [0, 1)")
+
+
+def test_device_cuda_without_a_gpu_fails_with_one_line(run_cli, files, one_line_error):
+    from methodkit.core.backend import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA device is present")
+    proc = run_cli(["cbf-fit", "fit", files / "a.csv", "--model", "pf-beta", "--device", "cuda", "--evaluations", "6"])
+    one_line_error(proc, "cbf-fit", "--device cuda", code=1)

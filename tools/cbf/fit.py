@@ -44,6 +44,7 @@ class FitOptions:
     runs: int = 4
     evaluations: int = 60
     optimizer: str = "nelder-mead"
+    device: str = "cpu"  # particle filters: "cpu" (Numba) or "cuda" (CuPy whole-array filter)
 
 
 def grid_nodes_torch(theta, spec: gridmod.GridSpec):
@@ -359,25 +360,19 @@ def pf_predictions(
 ):
     """Mean-over-runs predictions and signals [S, B, T] of a particle model, plus collapse counts [S, R].
     Without `signals` only the predictions are computed (vol/sto/ambiguity come back NaN)."""
-    from methodkit.tools.cbf import kernels
+    from methodkit.tools.cbf.particles import run_particles
 
-    S, B, T = cohort.outcome.shape
-    R = seeds.shape[1]
-    outs = [np.empty((S, R, B, T)) for _ in range(4)]
-    collapses = np.zeros((S, R), dtype=np.int64)
-    kind = kernels.PF_BETA if model == "pf-beta" else kernels.PF_HPL
-    kernels.pf_filter(
-        kind,
-        np.ascontiguousarray(cohort.outcome),
+    outs, collapses = run_particles(
+        model,
+        cohort.outcome,
         cohort.valid,
-        models.kernel_params(model, values),
-        int(opts.particles),
-        seeds.astype(np.int64),
+        values,
+        opts.particles,
+        seeds,
         opts.filter.m0,
         opts.filter.w0,
-        *outs,
-        collapses,
         signals,
+        opts.device,
     )
     return [o.mean(1) for o in outs], [o for o in outs], collapses
 

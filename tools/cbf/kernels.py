@@ -254,9 +254,60 @@ def rng_beta_half(state, d, c, inv_shape):
     return x / (x + 0.5 * z * z)
 
 
+# Inverse-CDF tables of Beta(a, 1/2) (tools/cbf/betatable.py): uniform cells of width 1/1024 on [2^-6, 1),
+# 16 cells per octave [2^(e-1), 2^e) below, each a cubic in the position t within the cell.
+_TAB_CELLS, _TAB_OCT_CELLS, _TAB_TOP = 1024, 16, 2.0**-6
+
+
+@njit(cache=True, inline="always")
+def _table_cell(u):
+    """(row, t) of u in a Beta(a, 1/2) table; row -1 for u = 0."""
+    if u >= _TAB_TOP:
+        x = u * _TAB_CELLS
+        row = int(x)
+        return row, x - row
+    if u > 0.0:
+        mant, e = math.frexp(u)  # u = mant 2^e, mant in [1/2, 1): octave [2^(e-1), 2^e)
+        x = (2.0 * mant - 1.0) * _TAB_OCT_CELLS
+        j = int(x)
+        return _TAB_CELLS + (-6 - e) * _TAB_OCT_CELLS + j, x - j
+    return -1, 0.0
+
+
+@njit(cache=True, inline="always")
+def beta_half_inverse(table, u):
+    """Q(u) of the tabulated Beta(a, 1/2) (rows of cubic coefficients from betatable.beta_half_table)."""
+    row, t = _table_cell(u)
+    if row < 0:
+        return 0.0
+    return table[row, 0] + t * (table[row, 1] + t * (table[row, 2] + t * table[row, 3]))
+
+
+@njit(cache=True, inline="always")
+def beta_half_inverse_log(table, u):
+    """(Q(u), log Q(u)), the log from its own tabulated cubic (no logarithm per draw)."""
+    row, t = _table_cell(u)
+    if row < 0:
+        return 0.0, -np.inf
+    q = table[row, 0] + t * (table[row, 1] + t * (table[row, 2] + t * table[row, 3]))
+    lq = table[row, 4] + t * (table[row, 5] + t * (table[row, 6] + t * table[row, 7]))
+    return q, lq
+
+
 @njit(cache=True)
-def sample(kind, shape, seed, n):
-    """n draws of one sampler (0 uniform, 1 normal, 2 Gamma(shape), 3 Beta(shape, 1/2)) from one seed (tests)."""
+def beta_half_quantiles(table, u):
+    """Q(u) and log Q(u) elementwise from a Beta(a, 1/2) table (tests)."""
+    out = np.empty(u.shape[0])
+    logs = np.empty(u.shape[0])
+    for i in range(u.shape[0]):
+        out[i], logs[i] = beta_half_inverse_log(table, u[i])
+    return out, logs
+
+
+@njit(cache=True)
+def sample(kind, shape, seed, n, table):
+    """n draws of one sampler (0 uniform, 1 normal, 2 Gamma(shape), 3 Beta(shape, 1/2) by gamma ratio,
+    4 Beta(a, 1/2) by inversion of `table`) from one seed (tests)."""
     state = np.empty(4, dtype=np.uint64)
     rng_seed(seed, state)
     d, c, inv = gamma_constants(shape if shape > 0.0 else 1.0)
@@ -268,19 +319,23 @@ def sample(kind, shape, seed, n):
             out[i] = rng_normal(state)
         elif kind == 2:
             out[i] = rng_gamma(state, d, c, inv)
-        else:
+        elif kind == 3:
             out[i] = rng_beta_half(state, d, c, inv)
+        else:
+            out[i] = beta_half_inverse(table, rng_uniform(state))
     return out
 
 
 @njit(cache=True)
-def _systematic_resample(weights, u0, index):
-    """Systematic resampling: index[p] for P equally spaced points offset by u0 in [0, 1/P) (weights sum to 1)."""
+def _systematic_resample(weights, total, u0, index):
+    """Systematic resampling: index[p] for P equally spaced points (u0 + p) / P, u0 in [0, 1), on the
+    cumulative weights divided by their sum `total`."""
     P = weights.shape[0]
     j = 0
     cum = weights[0]
+    step = total / P
     for p in range(P):
-        u = (u0 + p) / P
+        u = (u0 + p) * step
         while u > cum and j < P - 1:
             j += 1
             cum += weights[j]
@@ -288,13 +343,117 @@ def _systematic_resample(weights, u0, index):
 
 
 @njit(cache=True)
-def _gather(arr, index, tmp):
-    for p in range(arr.shape[0]):
-        tmp[p] = arr[index[p]]
-    arr[:] = tmp
+def _systematic_gather(weights, total, u0, a, b, c, d, e, f, a2, b2, c2, d2, e2, f2):
+    """Systematic resampling fused with the copy: x2[p] = x[index[p]] for the six particle arrays (pass the
+    same array twice where fewer are needed), index as in _systematic_resample."""
+    P = weights.shape[0]
+    j = 0
+    cum = weights[0]
+    step = total / P
+    for p in range(P):
+        u = (u0 + p) * step
+        while u > cum and j < P - 1:
+            j += 1
+            cum += weights[j]
+        a2[p] = a[j]
+        b2[p] = b[j]
+        c2[p] = c[j]
+        d2[p] = d[j]
+        e2[p] = e[j]
+        f2[p] = f[j]
 
 
-@njit(cache=True, parallel=True)
+# ---------------------------------------------------------------- vectorisable pieces of the particle filter
+# Reassociation lets LLVM vectorise the per-particle sums and min; no flag that assumes finite values.
+_FAST = {"reassoc", "contract", "nsz", "arcp"}
+_LN2_HI = 6.93147180369123816490e-01  # Cody-Waite split of log 2
+_LN2_LO = 1.90821492927058770002e-10
+_LOG2E = 1.4426950408889634
+_EXP_BIAS = np.int64(1023)
+
+
+@njit(cache=True, fastmath=_FAST)
+def fill_uniform(counter, out):
+    """out[:] = uniforms on [0, 1) by SplitMix64 on a counter (the generator of Java's SplittableRandom, Steele
+    et al. 2014): out[p] = mix(c + (p + 1) golden), then c advances by len(out) golden. No state carried from
+    one draw to the next, so the loop vectorises; counter is uint64[1], seeded per run from its xoshiro256+."""
+    base = counter[0]
+    for p in range(out.shape[0]):
+        z = base + np.uint64(p + 1) * _GOLDEN
+        z = (z ^ (z >> _U30)) * _MIX1
+        z = (z ^ (z >> _U27)) * _MIX2
+        z = z ^ (z >> _U31)
+        out[p] = float(np.int64(z >> _U11)) * _TWO_M53
+    counter[0] = base + np.uint64(out.shape[0]) * _GOLDEN
+
+
+@njit(cache=True)
+def exp_nonpositive(x, out, bits):
+    """out[p] = exp(x[p]) for x <= 0, vectorised: x = k log 2 + r, |r| <= log(2)/2, degree-12 Taylor series of
+    exp(r) (truncation < 4e-16) times 2^k built in the exponent bits. x < -708 is read as -708
+    (exp(-708) ~ 3e-308 instead of a smaller number or 0). `bits` is int64 scratch of x's length.
+    Compiled inside pf_filter, numba applies the caller's reassociation, which merges the two-part log 2
+    (Cody-Waite) constant: the relative error then grows to ~3.4e-17 |x| (2.4e-14 at x = -707)."""
+    for p in range(x.shape[0]):
+        y = max(x[p], -708.0)
+        k = math.floor(y * _LOG2E + 0.5)
+        r = (y - k * _LN2_HI) - k * _LN2_LO
+        e = 1.0 / 479001600.0
+        e = 1.0 / 39916800.0 + r * e
+        e = 1.0 / 3628800.0 + r * e
+        e = 1.0 / 362880.0 + r * e
+        e = 1.0 / 40320.0 + r * e
+        e = 1.0 / 5040.0 + r * e
+        e = 1.0 / 720.0 + r * e
+        e = 1.0 / 120.0 + r * e
+        e = 1.0 / 24.0 + r * e
+        e = 1.0 / 6.0 + r * e
+        e = 0.5 + r * e
+        e = 1.0 + r * e
+        out[p] = 1.0 + r * e
+        bits[p] = (np.int64(k) + _EXP_BIAS) << 52
+    scale = bits.view(np.float64)
+    for p in range(x.shape[0]):
+        out[p] *= scale[p]
+
+
+@njit(cache=True)
+def _move_beta(state, counter, x, lx, eta, table, use_table, d, c, inv, ubuf, logs):
+    """pf-beta's precision diffusion on the variance scale, x <- x eta / eps, eps ~ Beta(a, 1/2) by inversion
+    of the tabulated quantile or by the exact gamma ratio; with `logs`, lx <- lx + log eta - log eps too."""
+    if use_table:
+        fill_uniform(counter, ubuf)
+        if logs:
+            log_eta = math.log(eta)
+            for p in range(x.shape[0]):
+                q, lq = beta_half_inverse_log(table, ubuf[p])
+                ubuf[p] = q
+                lx[p] += log_eta - max(lq, -690.0)
+        else:
+            for p in range(x.shape[0]):
+                ubuf[p] = beta_half_inverse(table, ubuf[p])
+    else:
+        for p in range(x.shape[0]):
+            ubuf[p] = rng_beta_half(state, d, c, inv)
+        if logs:
+            for p in range(x.shape[0]):
+                lx[p] += math.log(eta / max(ubuf[p], 1e-300))
+    for p in range(x.shape[0]):
+        x[p] = x[p] * eta / max(ubuf[p], 1e-300)
+
+
+@njit(cache=True)
+def _move_hpl(state, counter, x, lx, rate, sigma, ubuf):
+    """pf-hpl: log x jumps by N(0, sigma^2) with probability `rate`; lx keeps log x."""
+    fill_uniform(counter, ubuf)
+    for p in range(x.shape[0]):
+        if ubuf[p] < rate:
+            step = sigma * rng_normal(state)
+            lx[p] += step
+            x[p] = x[p] * math.exp(step)
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
 def pf_filter(
     kind,
     outcome,
@@ -309,20 +468,25 @@ def pf_filter(
     sto_mean,
     ambiguity,
     collapses,
-    signals=True,
+    signals,
+    tables,
+    use_table,
 ):
     """Rao-Blackwellised particle filters over (v, s) with a Kalman filter per particle.
 
     kind PF_BETA: params [lambda_v, lambda_s, v0, s0]; precisions follow z_t = z_{t-1} eps / eta,
     eps ~ Beta(eta nu, (1 - eta) nu), eta = 1 - lambda, nu = 0.5 / lambda (lambda = 0: fixed, a lesion);
-    the second shape is (1 - eta) nu = 1/2 for every lambda, which rng_beta_half exploits.
+    the second shape is (1 - eta) nu = 1/2 for every lambda: eps is drawn by inverting the tabulated
+    quantile `tables[s, 0 or 1]` where `use_table[s, .]` (betatable.tables_for), else by the exact
+    gamma ratio rng_beta_half.
     kind PF_HPL: params [mu_v, mu_s, sigma, init]; log v and log s jump with probability mu by
     N(0, sigma^2); v = s = init at the start of a block.
-    seeds [S, R]: run r of subject s has its own generator; outputs [S, R, B, T]. Per trial one fused
-    pass moves the particles, reads the prediction from the current weights and updates each particle's
-    Kalman filter; weights are then multiplied by the likelihoods (shifted by the best one, i.e. log-sum-exp
-    on the linear scale) and resampled systematically when ESS < P/2. collapses[s, r] counts trials on
-    which every unshifted likelihood underflowed. signals=False skips vol/sto/ambiguity (left NaN).
+    seeds [S, R]: run r of subject s has its own generators (a scalar xoshiro256+ and LANES streams seeded
+    from it); outputs [S, R, B, T]. Per trial: the particles move; one branch-free vectorised pass reads
+    the prediction from the current weights and updates each particle's Kalman filter; the weights are
+    multiplied by the likelihoods shifted by the best one (log-sum-exp on the linear scale, vectorised exp)
+    and resampled systematically when ESS < P/2. collapses[s, r] counts trials on which every unshifted
+    likelihood underflowed. signals=False skips vol/sto/ambiguity (left NaN).
     """
     S, B, T = outcome.shape
     R = seeds.shape[1]
@@ -332,39 +496,54 @@ def pf_filter(
         r = job % R
         state = np.empty(4, dtype=np.uint64)
         rng_seed(seeds[s, r], state)
+        counter = np.empty(1, dtype=np.uint64)  # the SplitMix64 counter of fill_uniform
+        counter[0] = _next64(state)
         v = np.empty(P)
         sv = np.empty(P)
+        lv = np.zeros(P)  # log v - log v0 (pf-hpl always, pf-beta with signals), ls the same for s
+        ls = np.zeros(P)
         m = np.empty(P)
         w = np.empty(P)
         wt = np.empty(P)
         nw = np.empty(P)
-        quad = np.empty(P)
+        half = np.empty(P)  # -q/2, q = squared standardised prediction error
         scale = np.empty(P)
-        index = np.empty(P, dtype=np.int64)
-        tmp = np.empty(P)
+        ubuf = np.empty(P)
+        bits = np.empty(P, dtype=np.int64)
+        v2 = np.empty(P)  # spare buffers: resampling gathers into them, then the names swap
+        sv2 = np.empty(P)
+        m2 = np.empty(P)
+        w2 = np.empty(P)
+        lv2 = np.empty(P)
+        ls2 = np.empty(P)
         a0 = params[s, 0]
         a1 = params[s, 1]
         a2 = params[s, 2]
         a3 = params[s, 3]
-        # pf-beta: eps ~ Beta(shape, 1/2), shape = eta nu = (1 - lambda) / (2 lambda)
         eta_v = 1.0 - a0
         eta_s = 1.0 - a1
         beta_v = kind == PF_BETA and a0 > 0.0
         beta_s = kind == PF_BETA and a1 > 0.0
+        tab_v = use_table[s, 0] == 1 and beta_v
+        tab_s = use_table[s, 1] == 1 and beta_s
         dv, cv, iv = gamma_constants(eta_v * 0.5 / a0 if beta_v else 1.0)
         ds, cs, is_ = gamma_constants(eta_s * 0.5 / a1 if beta_s else 1.0)
+        table_v = tables[s, 0]
+        table_s = tables[s, 1]
+        v0 = a2 if kind == PF_BETA else a3
+        s0 = a3
+        log_ratio0 = math.log(v0 / s0)
         n_collapse = 0
         for b in range(B):
             for p in range(P):
-                if kind == PF_BETA:
-                    v[p] = a2
-                    sv[p] = a3
-                else:
-                    v[p] = a3
-                    sv[p] = a3
+                v[p] = v0
+                sv[p] = s0
+                lv[p] = 0.0
+                ls[p] = 0.0
                 m[p] = m0
                 w[p] = w0
                 wt[p] = 1.0 / P
+            total = 1.0
             for t in range(T):
                 if not valid[s, b, t]:
                     pred_mean[s, r, b, t] = np.nan
@@ -373,87 +552,102 @@ def pf_filter(
                     ambiguity[s, r, b, t] = np.nan
                     continue
                 o = outcome[s, b, t]
-                mu = 0.0
-                ev = 0.0
-                es = 0.0
-                ed = 0.0
-                ed2 = 0.0
-                best = np.inf
-                for p in range(P):
-                    # transition of (v, s)
-                    if kind == PF_BETA:
-                        if beta_v:
-                            v[p] = v[p] * eta_v / max(rng_beta_half(state, dv, cv, iv), 1e-300)
-                        if beta_s:
-                            sv[p] = sv[p] * eta_s / max(rng_beta_half(state, ds, cs, is_), 1e-300)
-                    else:
-                        if rng_uniform(state) < a0:
-                            v[p] = v[p] * math.exp(a2 * rng_normal(state))
-                        if rng_uniform(state) < a1:
-                            sv[p] = sv[p] * math.exp(a2 * rng_normal(state))
-                    # prediction from the current weights
-                    wp = wt[p]
-                    mu += wp * m[p]
-                    if signals:
+                # transition of (v, s)
+                if kind == PF_BETA:
+                    if beta_v:
+                        _move_beta(state, counter, v, lv, eta_v, table_v, tab_v, dv, cv, iv, ubuf, signals)
+                    if beta_s:
+                        _move_beta(state, counter, sv, ls, eta_s, table_s, tab_s, ds, cs, is_, ubuf, signals)
+                else:
+                    _move_hpl(state, counter, v, lv, a0, a2, ubuf)
+                    _move_hpl(state, counter, sv, ls, a1, a2, ubuf)
+                inv_total = 1.0 / total  # weights are kept unnormalised, summing to `total`
+                if signals:
+                    # the moved (predictive) particles under the current weights
+                    ev = 0.0
+                    es = 0.0
+                    ed = 0.0
+                    ed2 = 0.0
+                    for p in range(P):
+                        wp = wt[p]
+                        d = log_ratio0 + lv[p] - ls[p]
                         ev += wp * v[p]
                         es += wp * sv[p]
-                        d = math.log(v[p] / sv[p])
                         ed += wp * d
                         ed2 += wp * d * d
-                    # likelihood terms, then the particle's Kalman update
-                    pv = w[p] + v[p]
-                    tot = pv + sv[p]
-                    e = o - m[p]
-                    q = e * e / tot
-                    quad[p] = q
-                    scale[p] = 1.0 / math.sqrt(tot)
-                    if q < best:
-                        best = q
-                    gain = pv / tot
-                    m[p] += gain * e
-                    w[p] = (1.0 - gain) * pv
-                pred_mean[s, r, b, t] = mu
-                if signals:
-                    vol_mean[s, r, b, t] = ev
-                    sto_mean[s, r, b, t] = es
-                    ambiguity[s, r, b, t] = max(ed2 - ed * ed, 0.0)
+                    ed *= inv_total
+                    vol_mean[s, r, b, t] = ev * inv_total
+                    sto_mean[s, r, b, t] = es * inv_total
+                    ambiguity[s, r, b, t] = max(ed2 * inv_total - ed * ed, 0.0)
                 else:
                     vol_mean[s, r, b, t] = np.nan
                     sto_mean[s, r, b, t] = np.nan
                     ambiguity[s, r, b, t] = np.nan
+                # prediction from the current weights, then each particle's likelihood terms and Kalman update
+                mu = 0.0
+                best = np.inf
+                for p in range(P):
+                    mu += wt[p] * m[p]
+                    pv = w[p] + v[p]
+                    rs = 1.0 / math.sqrt(pv + sv[p])
+                    inv = rs * rs
+                    e = o - m[p]
+                    q = e * e * inv
+                    half[p] = -0.5 * q
+                    scale[p] = rs
+                    best = min(best, q)
+                    gain = pv * inv
+                    m[p] += gain * e
+                    w[p] = (1.0 - gain) * pv
+                pred_mean[s, r, b, t] = mu * inv_total
                 if 0.5 * best > 745.0:
                     n_collapse += 1  # exp(-q/2) underflows for every particle; the shift below keeps the weights
+                if 0.5 * best > 700.0:  # shift by the best particle (log-sum-exp) only when exp would underflow
+                    for p in range(P):
+                        half[p] += 0.5 * best
+                exp_nonpositive(half, nw, bits)
                 acc = 0.0
+                acc2 = 0.0
                 for p in range(P):
-                    x = wt[p] * math.exp(-0.5 * (quad[p] - best)) * scale[p]
+                    x = wt[p] * nw[p] * scale[p]
                     nw[p] = x
                     acc += x
-                if not acc > 1e-250:
-                    # the best-fitting particle carried almost no weight: redo the product on the log scale
+                    acc2 += x * x
+                if not acc > 1e-250 * total:
+                    # the best-fitting particles carried almost no weight: redo the product on the log scale
                     top = -np.inf
                     for p in range(P):
-                        lw = math.log(wt[p]) - 0.5 * quad[p] + math.log(scale[p]) if wt[p] > 0.0 else -np.inf
+                        lw = math.log(wt[p]) + half[p] + math.log(scale[p]) if wt[p] > 0.0 else -np.inf
                         nw[p] = lw
                         if lw > top:
                             top = lw
                     acc = 0.0
+                    acc2 = 0.0
                     for p in range(P):
-                        nw[p] = math.exp(nw[p] - top)
-                        acc += nw[p]
-                inv = 1.0 / acc
-                ess_inv = 0.0
-                for p in range(P):
-                    x = nw[p] * inv
-                    wt[p] = x
-                    ess_inv += x * x
-                if 1.0 / ess_inv < 0.5 * P:
-                    _systematic_resample(wt, rng_uniform(state), index)
-                    _gather(v, index, tmp)
-                    _gather(sv, index, tmp)
-                    _gather(m, index, tmp)
-                    _gather(w, index, tmp)
+                        x = math.exp(nw[p] - top)
+                        nw[p] = x
+                        acc += x
+                        acc2 += x * x
+                wt, nw = nw, wt
+                total = acc
+                if acc * acc < 0.5 * P * acc2:  # ESS = acc^2 / acc2 < P / 2: resample into the spare buffers
+                    if kind == PF_HPL or signals:
+                        _systematic_gather(wt, acc, rng_uniform(state), v, sv, m, w, lv, ls, v2, sv2, m2, w2, lv2, ls2)
+                        lv, lv2 = lv2, lv
+                        ls, ls2 = ls2, ls
+                    else:
+                        _systematic_gather(wt, acc, rng_uniform(state), v, sv, m, w, v, v, v2, sv2, m2, w2, v2, v2)
+                    v, v2 = v2, v
+                    sv, sv2 = sv2, sv
+                    m, m2 = m2, m
+                    w, w2 = w2, w
                     for p in range(P):
                         wt[p] = 1.0 / P
+                    total = 1.0
+                elif not 1e-30 < total < 1e30:
+                    for p in range(P):
+                        wt[p] /= total
+                    total = 1.0
         collapses[s, r] = n_collapse
 
 

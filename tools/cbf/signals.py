@@ -94,6 +94,7 @@ def model_signals(
     particles: int = 1000,
     runs: int = 4,
     seed: int = 0,
+    device: str = "cpu",
 ) -> Signals:
     """Signals of any model given natural parameters per subject (dict of [S] arrays)."""
     if model == "cbf":
@@ -103,27 +104,15 @@ def model_signals(
         vn = np.asarray(values["v"], float)[:, None]
         sn = np.asarray(values["s"], float)[:, None]
         return mixture_signals(cohort, vn, sn, fopts)
-    from methodkit.tools.cbf import kernels
+    from methodkit.tools.cbf.particles import run_particles
 
     spec = models.PARTICLE_MODELS[model]
     matrix = np.column_stack([np.asarray(values[n], float) for n in spec.names])
     S, B, T = cohort.outcome.shape
     seeds = np.random.SeedSequence(seed).generate_state(S * runs, dtype=np.uint32).astype(np.int64).reshape(S, runs)
     # The post-update mean is the next trial's prediction; append one step to read the last one.
-    outs = [np.empty((S, runs, B, T)) for _ in range(4)]
-    collapses = np.zeros((S, runs), dtype=np.int64)
-    kind = kernels.PF_BETA if model == "pf-beta" else kernels.PF_HPL
-    kernels.pf_filter(
-        kind,
-        np.ascontiguousarray(cohort.outcome),
-        cohort.valid,
-        models.kernel_params(model, matrix),
-        int(particles),
-        seeds,
-        fopts.m0,
-        fopts.w0,
-        *outs,
-        collapses,
+    outs, collapses = run_particles(
+        model, cohort.outcome, cohort.valid, matrix, particles, seeds, fopts.m0, fopts.w0, True
     )
     pred, vol, sto, amb = (o.mean(1) for o in outs)
     after = np.concatenate([pred[:, :, 1:], np.full((S, B, 1), np.nan)], axis=2)
