@@ -78,6 +78,13 @@ def _load_images(run: Run, path: str | None, dataset: str | None, limit: int | N
         return data.from_dataset(dataset, limit)
     if not path:
         raise click.UsageError(f"give images with {flag} FILE.npz or a --dataset NAME[:split]")
+    from pathlib import Path
+
+    if Path(path).is_dir():
+        from methodkit.tools.nte.pngio import read_png_dir
+
+        x, y, _ = read_png_dir(path)
+        return (x[:limit], None if y is None else y[:limit]) if limit else (x, y)
     x, y = data.from_arrays(io.read_arrays(run.input_bytes(path)), path)
     return (x[:limit], None if y is None else y[:limit]) if limit else (x, y)
 
@@ -99,9 +106,36 @@ def _load_images(run: Run, path: str | None, dataset: str | None, limit: int | N
     help="Fallback dimension for a full-rank stem.",
 )
 @click.option("--strict", is_flag=True, help="Fail (exit 1) instead of falling back on a full-rank stem.")
-@common_options("output", "force", "meta", "quiet", "verbose")
-def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_abs, min_dim, strict, **_):
-    """Extract the key (null-space basis) of a model's stem: INPUT is a zoo model (.safetensors)."""
+@click.option(
+    "--mode",
+    type=click.Choice(["svd", "jacobian"]),
+    default="svd",
+    show_default=True,
+    help="svd: null space of W'; jacobian (experimental): low-sensitivity eigenvectors of E[J^T J].",
+)
+@click.option(
+    "--layer",
+    type=click.Choice(["stem", "relu", "block1", "block2", "logits"]),
+    default="relu",
+    show_default=True,
+    help="Jacobian mode: the layer whose sensitivity defines the key.",
+)
+@click.option("--dataset", help="Jacobian mode: images the expectation runs over, NAME[:split].")
+@click.option("--data", "data_path", type=click.Path(dir_okay=True), help="Jacobian mode: images NPZ or PNG folder.")
+@click.option("--limit", type=click.IntRange(min=1), default=512, show_default=True, help="Jacobian mode: images.")
+@common_options("output", "seed", "force", "meta", "quiet", "verbose")
+def key_cmd(
+    input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_abs, min_dim, strict, mode, layer, dataset,
+    data_path, limit, **_,
+):  # fmt: skip
+    """Extract the key (null-space basis) of a model's stem: INPUT is a zoo model (.safetensors).
+
+    With --mode jacobian (experimental, data-dependent) the key holds the eigenvectors of
+    E[J_P^T J_P] below --tau (default 1e-3) x lambda_max, J_P the Jacobian of --layer with respect to
+    one patch, estimated with Hutchinson probes over --dataset/--data images. At --layer stem it
+    equals the SVD key; deeper layers add directions the model ignores on that data, so fidelity is
+    measured by eval, not certified.
+    """
     from methodkit.cli._common import warn
     from methodkit.core import io
     from methodkit.core.errors import DataError
@@ -125,8 +159,22 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
         from methodkit.tools.nte.zoo import load_model
 
         run.input_bytes(input)  # existence check and digest for --meta
-        stem = load_model(input).stem_spec()
-    key = extract_key(stem, tau=tau, tau_abs=tau_abs, min_dim=min_dim, strict=strict)
+        model = load_model(input)
+        stem = model.stem_spec()
+    if mode == "jacobian":
+        from methodkit.tools.nte.jacobian import jacobian_key
+
+        if stem_weight:
+            raise click.UsageError("--mode jacobian needs a model (INPUT), not a raw --stem-weight")
+        if tau_abs is not None:
+            raise click.UsageError("--mode jacobian takes --tau (relative to lambda_max), not --tau-abs")
+        images, _ = _load_images(run, data_path, dataset, limit, "--data")
+        run.threads()
+        key = jacobian_key(
+            model, images, layer, tau=1e-3 if tau is None else tau, min_dim=min_dim, strict=strict, seed=run.seed
+        )
+    else:
+        key = extract_key(stem, tau=tau, tau_abs=tau_abs, min_dim=min_dim, strict=strict)
     for message in key.warnings:
         warn("nte-encode key", message)
     if run.output == "-":
@@ -150,18 +198,41 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
 @click.option("--dataset", help="Encode a shipped image set instead of INPUT: NAME[:train|test].")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N images.")
 @click.option("--model", type=click.Path(dir_okay=False), help="Authorized model: its stem gives the certificate.")
-@common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, **_):
-    """Encode images (INPUT: """ + _IMAGES + """) under a key at a target PSNR; writes a ciphertext NPZ."""
+@click.option(
+    "--png",
+    "png_dir",
+    type=click.Path(file_okay=False),
+    help="Also write 8-bit PNGs (+ labels.txt, meta.json) to this folder; non-overlapping stems only.",
+)
+@common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose")
+def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, png_dir, **_):
+    (
+        """Encode images (INPUT: """
+        + _IMAGES
+        + """, or a PNG folder) under a key at a target PSNR.
+
+    Writes a ciphertext NPZ (-o) and/or an 8-bit PNG folder (--png). PNGs are clipped to [0, 1]
+    and rounded; the certificate and PSNR then include that residual (pass --model to measure it).
+    --device cuda runs the non-overlapping encode with the CuPy twin (same noise stream);
+    --device auto stays on the CPU until the twin is validated on a GPU.
+    """
+    )
     import numpy as np
 
-    from methodkit.tools.nte.encode import encode
+    from methodkit.tools.nte.encode import encode, feature_change_norm
 
     run = Run.from_context()
     x, y = _load_images(run, None if input == "-" and dataset else input, dataset, limit, "INPUT")
     if not key_path:
         raise click.UsageError("Missing option '--key' (a key file from 'nte-encode key')")
     key = _load_key(run, key_path)
+    if png_dir and key.geometry["stride"] < key.geometry["kernel"]:
+        raise click.UsageError(
+            "--png: an overlapping stem releases a patch tensor, not an image; its fold-averaged view "
+            "is lossy and not decodable (write the NPZ with -o)"
+        )
+    if run.output == "-" and not png_dir:
+        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz (or --png DIR)")
     w_pixel = None
     if model:
         from methodkit.tools.nte.zoo import load_model
@@ -171,17 +242,41 @@ def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, **_):
             raise click.UsageError(f"--model {model}: its stem does not match the key (key made from another model)")
         w_pixel = stem.pixel_matrix()
     run.threads()
-    cipher = encode(x, key, psnr, seed=run.seed, noise=noise, w_pixel=w_pixel)
-    arrays = {"view": cipher.view, "alpha": cipher.alpha, "psnr": cipher.psnr, "certificate": cipher.certificate}
-    arrays["x" if cipher.patches is None else "patches"] = cipher.x if cipher.patches is None else cipher.patches
-    if y is not None:
-        arrays["y"] = y
-    arrays["key_sha256"] = np.frombuffer(key.sha256().encode(), dtype=np.uint8)
-    arrays["stem_sha256"] = np.frombuffer(key.stem_sha256.encode(), dtype=np.uint8)
-    _write_npz(run, run.output, arrays)
-    run.emit_result(
-        {"output": run.output, "noise": noise, "psnr_target": psnr, "seed": run.seed, **cipher.summary()}, output="-"
-    )
+    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/gpu_nte.py)
+    xp = None
+    if run.params.get("device") == "cuda":
+        from methodkit.core.backend import array_module
+
+        xp = array_module(run.device())
+    cipher = encode(x, key, psnr, seed=run.seed, noise=noise, w_pixel=w_pixel, xp=xp)
+    summary = {"output": run.output, "noise": noise, "psnr_target": psnr, "seed": run.seed, **cipher.summary()}
+    meta = {"key_sha256": key.sha256(), "stem_sha256": key.stem_sha256, "psnr_target": psnr, "seed": run.seed,
+            "noise": noise}  # fmt: skip
+    if run.output != "-":
+        arrays = {"view": cipher.view, "alpha": cipher.alpha, "psnr": cipher.psnr, "certificate": cipher.certificate}
+        arrays["x" if cipher.patches is None else "patches"] = cipher.x if cipher.patches is None else cipher.patches
+        if y is not None:
+            arrays["y"] = y
+        arrays["key_sha256"] = np.frombuffer(key.sha256().encode(), dtype=np.uint8)
+        arrays["stem_sha256"] = np.frombuffer(key.stem_sha256.encode(), dtype=np.uint8)
+        _write_npz(run, run.output, arrays)
+    if png_dir:
+        from methodkit.tools.nte.encode import fit_to_range
+        from methodkit.tools.nte.pngio import quantise, write_png_dir
+
+        pixels = quantise(fit_to_range(x, cipher.x, key) if noise == "nes" else cipher.x)
+        change = pixels / 255.0 - x
+        mse = (change.reshape(len(x), -1) ** 2).mean(axis=1)
+        g = key.geometry
+        summary["png"] = png_dir
+        summary["png_psnr_mean"] = float(np.mean(10 * np.log10(1 / mse)))
+        summary["png_clipped_share"] = float(np.mean((cipher.x < 0) | (cipher.x > 1)))
+        if w_pixel is not None:
+            certificate = feature_change_norm(change, w_pixel, g["kernel"], g["stride"], g["padding"])
+            summary["png_certificate_max"] = float(certificate.max())
+            summary["png_certificate_mean"] = float(certificate.mean())
+        write_png_dir(png_dir, pixels, y, {**meta, "psnr_float_mean": summary["psnr_mean"]}, force=run.force)
+    run.emit_result(summary, output="-")
 
 
 @main.command("eval")
@@ -208,9 +303,19 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
     from methodkit.tools.nte.zoo import load_model
 
     run = Run.from_context()
-    cipher = io.read_arrays(run.input_bytes(input))
     if not auth and not unauth:
         raise click.UsageError("name at least one model with --auth or --unauth")
+    if Path(input).is_dir():  # a PNG ciphertext folder from encode --png
+        import numpy as np
+
+        from methodkit.tools.nte.pngio import read_png_dir
+
+        view, _, meta = read_png_dir(input)
+        cipher = {"view": view}
+        if "stem_sha256" in meta:
+            cipher["stem_sha256"] = np.frombuffer(meta["stem_sha256"].encode(), dtype=np.uint8)
+    else:
+        cipher = io.read_arrays(run.input_bytes(input))
     if "view" not in cipher:
         raise DataError(f"{input}: not an nte ciphertext (no 'view'); make one with 'nte-encode encode'")
     x, y = _load_images(run, clean_path, clean_dataset, limit, "--clean")
@@ -241,25 +346,49 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
 
 @main.command("attack")
 @input_argument()
-@click.option("--method", help="blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K].")
+@click.option("--method", help="blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K], denoiser[:K].")
 @click.option(
-    "--public", "public_path", type=click.Path(dir_okay=False), help="Public clean images NPZ (wiener, geig)."
+    "--public",
+    "public_path",
+    type=click.Path(dir_okay=True),
+    help="Public clean images NPZ/PNG folder (wiener, geig, denoiser).",
 )
 @click.option("--public-dataset", help="Public clean images from a shipped set, NAME[:split].")
 @click.option("--public-limit", type=click.IntRange(min=1), default=5000, show_default=True, help="Public images used.")
 @click.option("--key", "key_path", type=click.Path(dir_okay=False), help="True key: report the subspace angle (geig).")
 @click.option(
-    "--clean", "clean_path", type=click.Path(dir_okay=False), help="Clean images: report PSNR of the reconstruction."
+    "--clean", "clean_path", type=click.Path(dir_okay=True), help="Clean images: report PSNR of the reconstruction."
 )
 @click.option("--clean-dataset", help="Clean images from a shipped set, NAME[:split].")
 @click.option(
     "--kernel", type=click.IntRange(min=1), default=4, show_default=True, help="Patch size the attacker assumes."
 )
-@common_options("output", "force", "meta", "quiet", "verbose")
+@click.option(
+    "--retrain",
+    "retrain_model",
+    type=click.Path(dir_okay=False),
+    help="Attacker's model: retrain its architecture on training data passed through the reconstruction.",
+)
+@click.option("--train-dataset", default="fashion-mnist:train", show_default=True, help="--retrain: training images.")
+@click.option(
+    "--train-limit", type=click.IntRange(min=100), default=20000, show_default=True, help="--retrain: images."
+)
+@click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True, help="--retrain / denoiser epochs.")
+@click.option("--retrained-out", type=click.Path(dir_okay=False), help="--retrain: save the retrained model here.")
+@common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def attack_cmd(
-    input, method, public_path, public_dataset, public_limit, key_path, clean_path, clean_dataset, kernel, **_
-):
-    """Try to undo the recoding (INPUT: a ciphertext NPZ); writes reconstructed images NPZ (x, y)."""
+    input, method, public_path, public_dataset, public_limit, key_path, clean_path, clean_dataset, kernel,
+    retrain_model, train_dataset, train_limit, epochs, retrained_out, **_,
+):  # fmt: skip
+    """Try to undo the recoding (INPUT: a ciphertext NPZ or PNG folder); writes reconstructed images NPZ (x, y).
+
+    denoiser trains a small residual conv network on public clean images plus synthetic noise in
+    the geig subspace estimate, at the noise level measured from the ciphertexts. --retrain MODEL
+    trains a fresh model of MODEL's architecture on --train-dataset images passed through the same
+    reconstruction and reports its accuracy on the reconstructed ciphertexts (labels needed).
+    """
+    from pathlib import Path
+
     import numpy as np
 
     from methodkit.core import io
@@ -267,45 +396,99 @@ def attack_cmd(
     from methodkit.tools.nte import attacks
 
     run = Run.from_context()
-    cipher = io.read_arrays(run.input_bytes(input))
+    if Path(input).is_dir():
+        from methodkit.tools.nte.pngio import read_png_dir
+
+        view, labels, _ = read_png_dir(input)
+        cipher = {"view": view} if labels is None else {"view": view, "y": labels}
+    else:
+        cipher = io.read_arrays(run.input_bytes(input))
     if "view" not in cipher:
         raise DataError(f"{input}: not an nte ciphertext (no 'view'); make one with 'nte-encode encode'")
     view = cipher["view"]
     if not method:
-        raise UsageError("Missing option '--method' (blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K])")
+        raise UsageError(
+            "Missing option '--method' (blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K], denoiser)"
+        )
     name, _, value = method.partition(":")
+    if name not in attacks.METHODS:
+        raise UsageError(f"--method: unknown attack '{name}' (known: {', '.join(attacks.METHODS)})")
+    if retrain_model and "y" not in cipher:
+        raise DataError(f"{input}: --retrain needs the ciphertext's labels (y) to score the retrained model")
     report: dict = {"method": method}
+    run.threads()
     if name in attacks.FILTERS:
         if not value:
             raise UsageError(
                 f"--method {name} needs a value, e.g. {name}:{ {'blur': 1, 'median': 3, 'jpeg': 75}[name] }"
             )
-        restored = attacks.FILTERS[name](view, float(value))
+        amount = float(value)
+
+        def reconstruct(x):
+            return attacks.FILTERS[name](x, amount)
+
     elif name == "pca":
-        restored, k = attacks.pca(view, kernel, kernel, int(value or 0))
-        report["k"] = k
-    elif name in ("wiener", "geig"):
+        subspace = attacks.pca_subspace(view, kernel, kernel, int(value or 0))
+        report["k"] = subspace.shape[1]
+
+        def reconstruct(x):
+            return attacks.project_out(x, subspace, kernel, kernel)
+
+    else:  # wiener, geig, denoiser: adaptive, need public clean data of the same domain
         if not public_path and not public_dataset:
             raise UsageError(f"--method {name} needs public clean data: --public FILE.npz or --public-dataset NAME")
         public, _ = _load_images(run, public_path, public_dataset, public_limit, "--public")
         if public.shape[1:] != view.shape[1:]:
             raise DataError(f"public images have shape {public.shape[1:]}, ciphertexts {view.shape[1:]}")
+        true_key = _load_key(run, key_path) if key_path else None
         if name == "wiener":
-            restored = attacks.wiener(view, public, kernel, kernel)
-        else:
-            true_key = _load_key(run, key_path) if key_path else None
+            reconstruct = attacks.wiener_fit(view, public, kernel, kernel)
+        elif name == "geig":
             k = int(value) if value else (true_key.k if true_key else kernel * kernel // 2)
             subspace = attacks.geig_subspace(view, public, kernel, kernel, k)
-            restored = attacks.project_out(view, subspace, kernel, kernel)
             report["k"] = k
             if true_key is not None and true_key.basis.shape[0] == subspace.shape[0]:
                 report["min_principal_cos"] = attacks.smallest_principal_cosine(subspace, true_key.basis)
-    else:
-        raise UsageError(f"--method: unknown attack '{name}' (known: {', '.join(attacks.METHODS)})")
+
+            def reconstruct(x):
+                return attacks.project_out(x, subspace, kernel, kernel)
+
+        else:
+            from methodkit.tools.nte.learned import train_denoiser
+
+            k = int(value) if value else (true_key.k if true_key else None)
+            with run.progress() as progress:
+                reconstruct, info = train_denoiser(
+                    view, public, kernel, kernel, k=k, epochs=epochs, seed=run.seed, progress=progress
+                )
+            report.update(info)
+    restored = reconstruct(view)
     if clean_path or clean_dataset:
         clean, _ = _load_images(run, clean_path, clean_dataset, len(view), "--clean")
         mse = ((restored - clean[: len(restored)]) ** 2).reshape(len(restored), -1).mean(axis=1)
         report["psnr_vs_clean"] = float(np.mean(10 * np.log10(1 / np.maximum(mse, 1e-12))))
+    if retrain_model:
+        from methodkit.tools.nte import data
+        from methodkit.tools.nte.learned import retrain
+        from methodkit.tools.nte.zoo import accuracy, load_model, save_model
+
+        attacker = load_model(retrain_model)
+        x_train, y_train = data.from_dataset(train_dataset, train_limit)
+        if x_train.shape[1:] != view.shape[1:]:
+            raise DataError(f"--train-dataset images have shape {x_train.shape[1:]}, ciphertexts {view.shape[1:]}")
+        with run.progress() as progress:
+            model = retrain(attacker, reconstruct, x_train, y_train, epochs=epochs, seed=run.seed, progress=progress)
+        labels = np.asarray(cipher["y"], dtype=np.int64)
+        report["retrain"] = {
+            "model": retrain_model,
+            "arch": attacker.cfg.arch,
+            "train_images": int(len(x_train)),
+            "epochs": epochs,
+            "original_accuracy_on_reconstruction": accuracy(attacker, restored, labels),
+            "retrained_accuracy_on_reconstruction": accuracy(model, restored, labels),
+        }
+        if retrained_out:
+            save_model(model, retrained_out, extra={"retrained_for": method})
     arrays = {"x": restored.astype(np.float32)}
     if "y" in cipher:
         arrays["y"] = cipher["y"]

@@ -142,3 +142,42 @@ def test_attack_and_spectrum(zoo, run_cli, shell):
                  " --data clean.npz | head -1", cwd=zoo)  # fmt: skip
     assert proc.returncode == 0 and proc.stderr == b""
     assert proc.stdout.decode().startswith("a,b,same_geometry,leak,snr_leak")
+
+
+def test_png_ciphertexts_round_trip_and_keep_the_authorized_model(zoo, run_cli, one_line_error):
+    proc = run_cli(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "20", "--png", "png",
+                    "--model", "zoo/pcnn-p4c8-s0.safetensors", "--force"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["png_certificate_max"] > summary["certificate_max"]  # quantisation now shows
+    # clipping to [0, 1] removes part of the noise on dark background pixels: PSNR rises, never falls far
+    assert summary["png_psnr_mean"] > 19.5 and 0 < summary["png_clipped_share"] < 1
+    assert len(list((zoo / "png").glob("*.png"))) == 400 and (zoo / "png" / "labels.txt").exists()
+    proc = run_cli(["nte-encode", "eval", "png", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors"],
+                   cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _json_lines(proc)[0]["agreement"] >= 0.95
+    proc = run_cli(["nte-encode", "encode", "clean.npz", "--key", "k5.npz", "--png", "png5"], cwd=zoo)
+    if (zoo / "k5.npz").exists():
+        one_line_error(proc, "nte-encode", "--png: an overlapping stem releases a patch tensor")
+        assert not (zoo / "png5").exists()
+
+
+def test_jacobian_key_and_learned_attacks(zoo, run_cli):
+    proc = run_cli(["nte-encode", "key", "zoo/pcnn-p4c8-s0.safetensors", "--mode", "jacobian", "--layer", "relu",
+                    "--data", "clean.npz", "--limit", "64", "-o", "kj.npz", "--force"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["mode"] == "jacobian" and info["k"] >= 8
+    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "denoiser", "--public", "clean.npz",
+                    "--epochs", "1", "--clean", "clean.npz", "-o", "d.npz", "--force", "-q"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["noise_energy_per_patch"] > 0 and report["psnr_vs_clean"] > 10
+    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "blur:1", "--retrain",
+                    "zoo/pcnn-p4c8-s1.safetensors", "--train-limit", "300", "--epochs", "1",
+                    "--retrained-out", "rt.safetensors", "-o", "rb.npz", "--force", "-q"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    retrained = json.loads(proc.stdout)["retrain"]
+    assert retrained["arch"] == "pcnn-p4c8" and 0 <= retrained["retrained_accuracy_on_reconstruction"] <= 1
+    assert (zoo / "rt.safetensors").exists()

@@ -71,11 +71,53 @@ def test_encode_nonoverlap_kernel_matches_numpy_reference():
     key = extract_key(_stem())
     x = _images(5)
     z = draw_noise(3, 0, 5, 49, key.k)
-    out, alpha = kernels.encode_nonoverlap(x, key.basis, z, 15.0)
+    out, alpha = kernels.encode_nonoverlap(x, key.basis[None], np.zeros(49, np.int64), z, 15.0, 4, 0)
     delta = fold_average(z @ key.basis.T, x.shape, 4, 4)
     expected_alpha = np.sqrt(10**-1.5 / (delta.reshape(5, -1) ** 2).mean(axis=1))
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-10)
     np.testing.assert_allclose(out, x + expected_alpha[:, None, None, None] * delta, atol=1e-6)
+
+
+def _torch_stem_features(stem, x):
+    """The model's own view: normalise, conv with zero padding (= padding with the mean in pixels)."""
+    w = torch.from_numpy(stem.weight)
+    xt = (torch.from_numpy(x.astype(np.float64)) - stem.mean[0]) / stem.std[0]
+    return torch.nn.functional.conv2d(xt, w, stride=stem.stride, padding=stem.padding)
+
+
+@pytest.mark.parametrize("c_out", [8, 11])
+def test_padded_nonoverlapping_stem_uses_restricted_border_bases(c_out):
+    stem = _stem(c_out=c_out, k=4, s=4, p=2)  # 28 + 4 = 32: an 8x8 grid whose border patches are half padding
+    key = extract_key(stem)
+    x = _images(4)
+    c = encode(x, key, 12.0, seed=1, w_pixel=stem.pixel_matrix())
+    np.testing.assert_allclose(c.psnr, 12.0, atol=1e-4)
+    assert c.certificate.max() < 1e-4
+    torch.testing.assert_close(_torch_stem_features(stem, c.x), _torch_stem_features(stem, x), atol=1e-4, rtol=0)
+    # interior k = 16 - c_out; edges keep 8 real pixels, corners 4: restricted dimension max(real - c_out, 0)
+    assert sorted(c.summary()["border_k"]) == sorted([16 - c_out] + [max(8 - c_out, 0)] * 4 + [0] * 4)
+    # every border basis lies in span(N) and vanishes on padded coordinates
+    from methodkit.tools.nte.encode import border_bases
+    from methodkit.tools.nte.stem import border_masks
+
+    bases, types = border_bases(key.basis, 1, 4, 4, 2, 28, 28)
+    masks, _ = border_masks(1, 4, 4, 2, 28, 28)
+    for basis, mask in zip(bases, masks):
+        assert np.abs(basis[~mask]).max(initial=0) == 0
+        assert np.abs(stem.pixel_matrix() @ basis).max() < 1e-9
+
+
+def test_restricted_basis_is_the_null_space_of_the_valid_columns():
+    from methodkit.tools.nte.key import restricted_basis
+
+    stem = _stem(c_out=5)
+    w = stem.pixel_matrix()
+    valid = np.zeros(16, bool)
+    valid[[2, 3, 6, 7, 10, 11, 14, 15]] = True
+    basis = restricted_basis(extract_key(stem).basis, valid)
+    assert basis.shape == (16, 3)  # 8 real coordinates - rank 5
+    np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-10)
+    assert np.abs(w @ basis).max() < 1e-10
 
 
 def test_encode_patches_kernel_matches_numpy_reference():
@@ -231,3 +273,102 @@ def test_subspace_attacks_recover_structure():
         return 10 * np.log10(1 / ((a - clean) ** 2).mean())
 
     assert psnr(restored) > psnr(c.view) + 3
+
+
+def test_fused_seeded_encode_equals_the_kernel_given_the_same_noise():
+    key = extract_key(_stem())
+    x = _images(5)
+    types = np.zeros(49, np.int64)
+    fused, alpha = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 11, 3, 14.0, 4, 0)
+    z = draw_noise(11, 3, 5, 49, key.k)
+    given, alpha2 = kernels.encode_nonoverlap(x, key.basis[None], types, z, 14.0, 4, 0)
+    np.testing.assert_array_equal(fused, given)
+    np.testing.assert_array_equal(alpha, alpha2)
+
+
+def test_counter_normals_are_standard_normal_and_per_image():
+    from scipy import stats
+
+    z = draw_noise(0, 0, 40, 49, 8)
+    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+    np.testing.assert_array_equal(draw_noise(0, 7, 3, 49, 8), z[7:10])
+    assert not np.array_equal(draw_noise(1, 0, 1, 49, 8), z[:1])
+
+
+def test_jacobian_key_at_the_stem_is_the_svd_key_and_deeper_keys_contain_it():
+    from methodkit.tools.nte.jacobian import jacobian_key
+
+    model = build(ModelConfig("pcnn-p4c8", 0))
+    model.eval()
+    x = _images(8)
+    svd = extract_key(model.stem_spec())
+    at_stem = jacobian_key(model, x, "stem", probes=2)
+    assert at_stem.k == svd.k
+    assert attacks.smallest_principal_cosine(at_stem.basis, svd.basis) > 1 - 1e-6
+    deeper = jacobian_key(model, x, "relu", tau=1e-3, probes=2)
+    assert deeper.k >= svd.k and deeper.mode == "jacobian"
+    # span(N_svd) lies inside span(N_jacobian): the projection keeps every column
+    np.testing.assert_allclose(np.linalg.norm(deeper.basis.T @ svd.basis, axis=0), 1.0, atol=1e-6)
+    again = Key.from_arrays(dict(np.load(__import__("io").BytesIO(deeper.to_npz_bytes()))))
+    assert again.mode == "jacobian" and again.layer == "relu"
+
+
+def test_png_folder_round_trip(tmp_path):
+    from methodkit.tools.nte.pngio import quantise, read_png_dir, write_png_dir
+
+    x = _images(3)
+    write_png_dir(tmp_path / "p", quantise(x), labels=[1, 2, 3], meta={"a": 1})
+    back, labels, meta = read_png_dir(tmp_path / "p")
+    np.testing.assert_allclose(back, quantise(x) / 255.0, atol=1e-7)
+    assert labels.tolist() == [1, 2, 3] and meta == {"a": 1}
+    with pytest.raises(UsageError, match="exists"):
+        write_png_dir(tmp_path / "p", quantise(x))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p"]  # no staging folder left
+
+
+def test_denoiser_attack_improves_psnr_on_structured_images():
+    from methodkit.tools.nte.learned import train_denoiser
+
+    stem = _stem()
+    key = extract_key(stem)
+    clean = _smooth_images(48, 4)
+    c = encode(clean, key, 12.0, seed=0)
+    apply, info = train_denoiser(c.view, _smooth_images(256, 5), 4, 4, k=key.k, epochs=3)
+    restored = apply(c.view)
+
+    def psnr(a):
+        return 10 * np.log10(1 / ((a - clean) ** 2).mean())
+
+    assert info["noise_energy_per_patch"] > 0
+    assert psnr(restored) > psnr(c.view) + 2
+
+
+@pytest.mark.parametrize("padding", [0, 2])
+def test_array_module_twin_with_numpy_equals_the_numba_kernel(padding):
+    from methodkit.tools.nte import xp_encode
+    from methodkit.tools.nte.encode import border_bases
+
+    key = extract_key(_stem(p=padding))
+    x = _images(6)
+    bases, types = border_bases(key.basis, 1, 4, 4, padding, 28, 28)
+    np.testing.assert_allclose(  # same stream; cos/sin may differ in the last bit between libms
+        xp_encode.draw_normals(np, 5, 2, 6, len(types), key.k), draw_noise(5, 2, 6, len(types), key.k), rtol=1e-12
+    )
+    ours, alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 5, 2, 13.0, 4, padding)
+    twin, alpha2 = xp_encode.encode_nonoverlap(np, x, bases, types, 5, 2, 13.0, 4, padding)
+    np.testing.assert_allclose(alpha2, alpha, rtol=1e-10)
+    np.testing.assert_allclose(twin, ours, atol=2e-6)
+
+
+@pytest.mark.gpu
+def test_cupy_twin_equals_the_cpu_kernel():
+    cupy = pytest.importorskip("cupy")
+    from methodkit.tools.nte import xp_encode
+
+    key = extract_key(_stem())
+    x = _images(64)
+    types = np.zeros(49, np.int64)
+    ours, _ = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 1, 0, 10.0, 4, 0)
+    twin, _ = xp_encode.encode_nonoverlap(cupy, x, key.basis[None], types, 1, 0, 10.0, 4, 0)
+    np.testing.assert_allclose(cupy.asnumpy(twin), ours, atol=2e-6)

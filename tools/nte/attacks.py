@@ -4,7 +4,7 @@ Filters: blur:sigma, median:3, jpeg:Q (8x8 DCT with the standard luminance table
 Subspace attacks: pca:k (drop the top-k principal directions of ciphertext patches, k by eigengap
 when 0), wiener (LMMSE per patch with public clean data: Sigma_n = PSD(Sigma_nte - Sigma_clean)),
 geig (subspace estimate from generalised eigenvectors of (Sigma_nte, Sigma_clean), with its
-smallest principal cosine to the true key).
+smallest principal cosine to the true key). Learned attacks (denoiser, --retrain) are in learned.py.
 """
 
 from __future__ import annotations
@@ -70,15 +70,36 @@ def _psd(matrix: np.ndarray) -> np.ndarray:
     return (vectors * np.clip(values, 0, None)) @ vectors.T
 
 
-def wiener(x_nte: np.ndarray, clean_public: np.ndarray, kernel: int, stride: int) -> np.ndarray:
-    """LMMSE per patch: x_hat = mu + S_c (S_c + S_n)^-1 (p - mu), then fold-average."""
+def wiener_fit(x_nte: np.ndarray, clean_public: np.ndarray, kernel: int, stride: int):
+    """The LMMSE map fitted on ciphertext and public statistics; returns a function images -> images.
+
+    x_hat = mu_c + S_c (S_c + S_n)^-1 (p - mu_n) per patch, fold-averaged, S_n = PSD(S_nte - S_c).
+    The same map can be applied to other images (the --retrain attack passes clean training data
+    through it).
+    """
     mu_c, s_clean = patch_covariance(clean_public, kernel, stride)
     mu_n, s_nte = patch_covariance(x_nte, kernel, stride)
     s_noise = _psd(s_nte - s_clean)
     gain = s_clean @ np.linalg.pinv(s_clean + s_noise)
-    patches = unfold(x_nte.astype(np.float64), kernel, stride)
-    restored = mu_c + (patches - mu_n) @ gain.T
-    return np.clip(fold_average(restored, x_nte.shape, kernel, stride), 0, 1).astype(np.float32)
+
+    def apply(x: np.ndarray) -> np.ndarray:
+        patches = unfold(x.astype(np.float64), kernel, stride)
+        restored = mu_c + (patches - mu_n) @ gain.T
+        return np.clip(fold_average(restored, x.shape, kernel, stride), 0, 1).astype(np.float32)
+
+    return apply
+
+
+def wiener(x_nte: np.ndarray, clean_public: np.ndarray, kernel: int, stride: int) -> np.ndarray:
+    """LMMSE per patch: x_hat = mu + S_c (S_c + S_n)^-1 (p - mu), then fold-average."""
+    return wiener_fit(x_nte, clean_public, kernel, stride)(x_nte)
+
+
+def noise_energy_per_patch(x_nte: np.ndarray, clean_public: np.ndarray, kernel: int, stride: int) -> float:
+    """E||delta_patch||^2 estimated as tr(S_nte) - tr(S_clean) (the attacker's view of the noise level)."""
+    _, s_clean = patch_covariance(clean_public, kernel, stride)
+    _, s_nte = patch_covariance(x_nte, kernel, stride)
+    return float(max(np.trace(s_nte) - np.trace(s_clean), 0.0))
 
 
 def geig_subspace(x_nte: np.ndarray, clean_public: np.ndarray, kernel: int, stride: int, k: int) -> np.ndarray:
@@ -102,15 +123,21 @@ def project_out(x: np.ndarray, subspace: np.ndarray, kernel: int, stride: int) -
     return np.clip(fold_average(cleaned, x.shape, kernel, stride), 0, 1).astype(np.float32)
 
 
-def pca(x_nte: np.ndarray, kernel: int, stride: int, k: int = 0) -> tuple[np.ndarray, int]:
-    """Drop the top-k principal directions of ciphertext patches (k = largest eigengap when 0)."""
+def pca_subspace(x_nte: np.ndarray, kernel: int, stride: int, k: int = 0) -> np.ndarray:
+    """Top-k principal directions of ciphertext patches (k = largest eigengap when 0), (n, k)."""
     _, cov = patch_covariance(x_nte, kernel, stride)
     values, vectors = np.linalg.eigh(cov)
     values, vectors = values[::-1], vectors[:, ::-1]
     if k <= 0:
         gaps = values[:-1] / np.maximum(values[1:], 1e-12)
         k = int(np.argmax(gaps[: len(gaps) // 2 + 1])) + 1
-    return project_out(x_nte, vectors[:, :k], kernel, stride), k
+    return vectors[:, :k]
+
+
+def pca(x_nte: np.ndarray, kernel: int, stride: int, k: int = 0) -> tuple[np.ndarray, int]:
+    """Drop the top-k principal directions of ciphertext patches (k = largest eigengap when 0)."""
+    subspace = pca_subspace(x_nte, kernel, stride, k)
+    return project_out(x_nte, subspace, kernel, stride), subspace.shape[1]
 
 
 def smallest_principal_cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -120,4 +147,4 @@ def smallest_principal_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 FILTERS = {"blur": blur, "median": median, "jpeg": lambda x, q: jpeg(x, int(q))}
-METHODS = ("blur", "median", "jpeg", "pca", "wiener", "geig")
+METHODS = ("blur", "median", "jpeg", "pca", "wiener", "geig", "denoiser")

@@ -8,14 +8,14 @@ control: white noise at the same PSNR, which must hurt the authorized model too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.nte import kernels
-from methodkit.tools.nte.key import Key
-from methodkit.tools.nte.stem import fold_average, unfold
+from methodkit.tools.nte.key import Key, restricted_basis
+from methodkit.tools.nte.stem import border_masks, fold_average, unfold
 
 NOISES = ("nes", "gaussian")
 
@@ -28,6 +28,7 @@ class Ciphertext:
     alpha: np.ndarray  # noise scale per image
     psnr: np.ndarray  # achieved PSNR per image on the released representation
     certificate: np.ndarray  # ||W' (x' - x)||_F per image: the authorized stem's feature change
+    border_k: list = field(default_factory=list)  # noise dimensions per border type (padded stems)
 
     def summary(self) -> dict:
         return {
@@ -37,6 +38,7 @@ class Ciphertext:
             "psnr_min": float(self.psnr.min()),
             "certificate_max": float(self.certificate.max()),
             "certificate_mean": float(self.certificate.mean()),
+            **({"border_k": self.border_k} if len(self.border_k) > 1 else {}),
         }
 
 
@@ -62,11 +64,16 @@ def check_images(images: np.ndarray, channels: int, name: str = "images") -> np.
 
 
 def draw_noise(seed: int, first_index: int, count: int, patches: int, k: int) -> np.ndarray:
-    """Z (count, L, k) with image i drawn from SeedSequence([seed, first_index + i]): reproducible per image."""
-    out = np.empty((count, patches, k))
-    for i in range(count):
-        out[i] = np.random.default_rng(np.random.SeedSequence([seed, first_index + i])).standard_normal((patches, k))
-    return out
+    """Z (count, L, k), image i from the counter-based stream of (seed, first_index + i): reproducible per image.
+
+    Our reading of "seeded by SeedSequence(seed, image_index)": the issue's fused kernel draws Z
+    inside with a per-image counter-based seed, which a NumPy Generator per image cannot do.
+    """
+    return kernels.draw_normals(_seed64(seed), first_index, count, patches, k)
+
+
+def _seed64(seed: int) -> int:
+    return int(seed) % (1 << 63)
 
 
 def _psnr(change: np.ndarray) -> np.ndarray:
@@ -83,8 +90,13 @@ def encode(
     noise: str = "nes",
     first_index: int = 0,
     w_pixel: np.ndarray | None = None,
+    xp=None,
 ) -> Ciphertext:
-    """Encode `images` ([0, 1], (B, C, H, W)) under `key` at `psnr` dB. `w_pixel` (W') gives the certificate."""
+    """Encode `images` ([0, 1], (B, C, H, W)) under `key` at `psnr` dB. `w_pixel` (W') gives the certificate.
+
+    `xp` (an array module, e.g. cupy) runs the non-overlapping NES encode on that module instead of
+    the Numba kernel; everything else stays on the CPU.
+    """
     if not 0 < psnr < 100:
         raise UsageError(f"--psnr must be in (0, 100) dB, got {psnr}")
     if noise not in NOISES:
@@ -101,21 +113,33 @@ def encode(
                 "pixels unencodable; crop the images (--crop)"
             )
     overlapping = stride < kernel
-    if not overlapping and padding:
-        raise UsageError("non-overlapping stems with padding are not supported: padded pixels cannot carry noise")
     pad_value = np.asarray(g["mean"], dtype=np.float32)
     if overlapping:
         patches = unfold(_pad(x, padding, pad_value), kernel, stride, 0).astype(np.float32)
     else:
         patches = None
     n_patches = ((h + 2 * padding - kernel) // stride + 1) * ((w + 2 * padding - kernel) // stride + 1)
-    rng_noise = draw_noise(seed, first_index, b, n_patches, key.k)
+    border_k: list[int] = []
     if noise == "nes" and not overlapping:
-        cipher, alpha = kernels.encode_nonoverlap(x, key.basis, rng_noise, float(psnr))
-        change_patches = unfold(cipher - x, kernel, stride)
+        bases, types = border_bases(key.basis, c, kernel, stride, padding, h, w)
+        border_k = [int(np.abs(basis).sum(axis=0).astype(bool).sum()) for basis in bases]
+        if xp is None or xp is np:
+            cipher, alpha = kernels.encode_nonoverlap_seeded(
+                x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding
+            )
+        else:  # the array-module twin (CuPy): same noise stream, same arithmetic
+            from methodkit.core.backend import to_numpy
+            from methodkit.tools.nte import xp_encode
+
+            cipher, alpha = xp_encode.encode_nonoverlap(
+                xp, x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding
+            )
+            cipher, alpha = to_numpy(cipher), to_numpy(alpha)
+        change_patches = unfold(cipher - x, kernel, stride, padding)
         released = cipher - x
         result_x, result_patches, view = cipher, None, cipher
     elif noise == "nes":
+        rng_noise = draw_noise(seed, first_index, b, n_patches, key.k)
         cipher, alpha = kernels.encode_patches(patches, key.basis, rng_noise, float(psnr))
         change_patches = cipher - patches
         released = change_patches
@@ -139,12 +163,11 @@ def encode(
             view = _unpad(fold_average(cipher, (b, c, h + 2 * padding, w + 2 * padding), kernel, stride), padding)
             result_x, result_patches = None, cipher
         else:
-            change_patches = unfold(released, kernel, stride)
+            change_patches = unfold(released, kernel, stride, padding)
             result_x, result_patches, view = cipher, None, cipher
     certificate = np.zeros(b)
     if w_pixel is not None:
-        feature_change = np.einsum("bln,cn->blc", change_patches.astype(np.float64), w_pixel)
-        certificate = np.sqrt((feature_change**2).reshape(b, -1).sum(axis=1))
+        certificate = _patch_feature_norm(change_patches, w_pixel)
     return Ciphertext(
         x=None if result_x is None else result_x.astype(np.float32),
         patches=None if result_patches is None else result_patches.astype(np.float32),
@@ -152,7 +175,33 @@ def encode(
         alpha=np.asarray(alpha),
         psnr=_psnr(released),
         certificate=certificate,
+        border_k=border_k,
     )
+
+
+def border_bases(
+    basis: np.ndarray, channels: int, kernel: int, stride: int, padding: int, h: int, w: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(bases (T, n, k), types (L,)) for a non-overlapping stem; T = 1 without padding."""
+    if not padding:
+        n_patches = ((h - kernel) // stride + 1) * ((w - kernel) // stride + 1)
+        return basis[None], np.zeros(n_patches, dtype=np.int64)
+    masks, types = border_masks(channels, kernel, stride, padding, h, w)
+    bases = np.zeros((len(masks), *basis.shape))
+    for t, mask in enumerate(masks):
+        restricted = restricted_basis(basis, mask)
+        bases[t, :, : restricted.shape[1]] = restricted
+    return bases, types
+
+
+def _patch_feature_norm(change_patches: np.ndarray, w_pixel: np.ndarray) -> np.ndarray:
+    feature_change = np.einsum("bln,cn->blc", change_patches.astype(np.float64), w_pixel)
+    return np.sqrt((feature_change**2).reshape(len(change_patches), -1).sum(axis=1))
+
+
+def feature_change_norm(change: np.ndarray, w_pixel: np.ndarray, kernel: int, stride: int, padding: int) -> np.ndarray:
+    """||W' unfold(change)||_F per image: the authorized stem's feature change for an image change."""
+    return _patch_feature_norm(unfold(change, kernel, stride, padding), w_pixel)
 
 
 def _pad(x: np.ndarray, padding: int, value: np.ndarray) -> np.ndarray:
@@ -167,3 +216,36 @@ def _pad(x: np.ndarray, padding: int, value: np.ndarray) -> np.ndarray:
 
 def _unpad(x: np.ndarray, padding: int) -> np.ndarray:
     return x[:, :, padding:-padding, padding:-padding] if padding else x
+
+
+def fit_to_range(x: np.ndarray, cipher: np.ndarray, key: Key, iterations: int = 200) -> np.ndarray:
+    """A ciphertext inside [0, 1] whose change still lies in the key subspace (for 8-bit PNGs).
+
+    Clipping x' to [0, 1] removes noise on dark or bright pixels and so moves the change out of
+    span N. Alternating projections between the box [0, 1] and the affine set {x + span N_t per
+    patch} (both convex, x lies in both) converge to a point of their intersection; the noise
+    shrinks where it had to be clipped, so the achieved PSNR is above the target (reported).
+    Non-overlapping stems only.
+    """
+    g = key.geometry
+    kernel, padding = g["kernel"], g["padding"]
+    b, c, h, w = x.shape
+    bases, types = border_bases(key.basis, c, kernel, kernel, padding, h, w)
+    rows, cols = (h + 2 * padding - kernel) // kernel + 1, (w + 2 * padding - kernel) // kernel + 1
+    per_patch = bases[types]  # (L, n, k)
+
+    def to_patches(image):
+        canvas = np.pad(image.astype(np.float64), ((0, 0), (0, 0), (padding,) * 2, (padding,) * 2))
+        return canvas.reshape(b, c, rows, kernel, cols, kernel).transpose(0, 2, 4, 1, 3, 5).reshape(b, rows * cols, -1)
+
+    def to_image(patches):
+        canvas = patches.reshape(b, rows, cols, c, kernel, kernel).transpose(0, 3, 1, 4, 2, 5)
+        canvas = canvas.reshape(b, c, rows * kernel, cols * kernel)
+        return canvas[:, :, padding : padding + h, padding : padding + w]
+
+    current = np.clip(cipher.astype(np.float64), 0.0, 1.0)
+    for _ in range(iterations):
+        delta = to_patches(current - x)
+        inside = np.einsum("lnk,blk->bln", per_patch, np.einsum("lnk,bln->blk", per_patch, delta))
+        current = np.clip(x + to_image(inside), 0.0, 1.0)
+    return current.astype(np.float32)

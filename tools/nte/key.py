@@ -29,6 +29,8 @@ class Key:
     tau: float | None
     fallback: bool = False  # True when the stem had no null space and min_dim vectors were taken
     warnings: list = field(default_factory=list)
+    mode: str = "svd"  # svd | jacobian (experimental, data-dependent)
+    layer: str | None = None  # jacobian mode: the layer whose sensitivity defines the subspace
 
     @property
     def k(self) -> int:
@@ -57,6 +59,8 @@ class Key:
             "stem_sha256": self.stem_sha256,
             "key_sha256": self.sha256(),
             "geometry": self.geometry,
+            "mode": self.mode,
+            "layer": self.layer,
         }
 
     def to_npz_bytes(self) -> bytes:
@@ -85,6 +89,8 @@ class Key:
             tau=meta["tau"],
             fallback=bool(meta["fallback"]),
             warnings=list(meta.get("warnings", [])),
+            mode=meta.get("mode", "svd"),
+            layer=meta.get("layer"),
         )
 
 
@@ -127,3 +133,25 @@ def extract_key(
     return Key(
         basis, sigma, rank, stem.geometry(), stem.sha256(), tau if tau_abs is None else tau_abs, fallback, warnings
     )
+
+
+def restricted_basis(basis: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Orthonormal basis of {v in span(basis) : v = 0 outside `valid`} (n, k_valid).
+
+    For border patches of a padded non-overlapping stem: padded coordinates are fixed by the
+    model, so noise may only use the real pixels. With C the orthonormal complement of N,
+    v lies in span N iff C^T v = 0, so the restricted space is null(C[valid]^T) embedded in R^n;
+    for an exact null-space key this equals null(W'[:, valid]).
+    """
+    n, k = basis.shape
+    if valid.all():
+        return basis
+    q, _ = np.linalg.qr(np.hstack([basis, np.eye(n)]))
+    complement = q[:, k:n]  # orthonormal complement of span(basis)
+    sub = complement[valid].T  # (n - k, n_valid)
+    _, s, vt = np.linalg.svd(sub, full_matrices=True)
+    rank = int(np.sum(s > 1e-9 * max(s[0] if s.size else 1.0, 1.0)))
+    inside = vt[rank:].T  # (n_valid, k_valid)
+    out = np.zeros((n, inside.shape[1]))
+    out[valid] = inside
+    return out

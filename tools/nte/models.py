@@ -1,7 +1,10 @@
 """The model zoo: small Fashion-MNIST classifiers whose first layer is an explicit patch stem.
 
 Each architecture is stem (conv k x k / stride s, padding p, c channels) -> ReLU -> two conv
-blocks -> global average pooling -> linear; `mlp` is the same with a whole-image stem.
+blocks (conv 3x3 -> BatchNorm -> ReLU) -> global average pooling -> linear; `mlp` is a
+whole-image stem -> ReLU -> linear -> BatchNorm -> ReLU -> linear. BatchNorm (our reading of
+"conv block") lets 3 epochs on 20k images reach ~.85-.9 clean accuracy; without it the models
+stayed at .60-.76, under-trained and robust to noise in a way trained models are not.
 `forward_patches` runs the network from an unfolded patch tensor (flat-mode ciphertexts).
 Normalisation (x - m) / s is part of the model, so the pixel-domain stem is W / s.
 """
@@ -38,6 +41,7 @@ class ModelConfig:
     std: float = FASHION_STD
     width: int = 32
     frozen_stem: bool = False  # True for the misalignment family (stem set, body retrained)
+    batchnorm: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -54,13 +58,20 @@ class StemNet(nn.Module):
         self.out_side = (cfg.image_size + 2 * padding - kernel) // stride + 1
         w = cfg.width
         if cfg.arch == "mlp":
-            self.body = nn.Sequential(nn.ReLU(), nn.Flatten(), nn.Linear(channels, 128), nn.ReLU(), nn.Linear(128, 10))
+            norm1 = [nn.BatchNorm1d(128)] if cfg.batchnorm else []
+            self.body = nn.Sequential(
+                nn.ReLU(), nn.Flatten(), nn.Linear(channels, 128), *norm1, nn.ReLU(), nn.Linear(128, 10)
+            )
         else:
+            norm1 = [nn.BatchNorm2d(w)] if cfg.batchnorm else []
+            norm2 = [nn.BatchNorm2d(w)] if cfg.batchnorm else []
             self.body = nn.Sequential(
                 nn.ReLU(),
                 nn.Conv2d(channels, w, 3, padding=1),
+                *norm1,
                 nn.ReLU(),
                 nn.Conv2d(w, w, 3, padding=1, stride=2 if self.out_side > 8 else 1),
+                *norm2,
                 nn.ReLU(),
                 nn.AdaptiveAvgPool2d(1),
                 nn.Flatten(),
@@ -97,6 +108,9 @@ class StemNet(nn.Module):
                 bound *= float(torch.linalg.matrix_norm(layer.weight.detach(), ord=2))
             elif isinstance(layer, nn.Conv2d):
                 bound *= _conv_spectral_norm(layer, self.out_side, iterations)
+            elif isinstance(layer, nn.modules.batchnorm._BatchNorm):  # eval mode: a per-channel scale
+                scale = layer.weight.detach() / torch.sqrt(layer.running_var + layer.eps)
+                bound *= float(scale.abs().max())
         return bound
 
 

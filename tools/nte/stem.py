@@ -109,3 +109,32 @@ def fold_average(patches: np.ndarray, shape: tuple, kernel: int, stride: int, pa
             count[i * stride : i * stride + kernel, j * stride : j * stride + kernel] += 1
     out = total / np.maximum(count, 1)
     return out[:, :, padding : padding + h, padding : padding + w]
+
+
+def border_masks(
+    channels: int, kernel: int, stride: int, padding: int, h: int, w: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Non-overlapping stems: (masks (T, n) bool of real-pixel coordinates, types (L,) per patch).
+
+    Type 0 is the interior (all coordinates real); each distinct border pattern (top, left,
+    corner...) gets its own type, so its restricted basis is computed once.
+    """
+    rows = (h + 2 * padding - kernel) // stride + 1
+    cols = (w + 2 * padding - kernel) // stride + 1
+    dy, dx = np.meshgrid(np.arange(kernel), np.arange(kernel), indexing="ij")
+    full = np.ones(channels * kernel * kernel, dtype=bool)
+    masks = [full]
+    types = np.zeros(rows * cols, dtype=np.int64)
+    for i in range(rows):
+        for j in range(cols):
+            y = i * stride - padding + dy
+            x = j * stride - padding + dx
+            inside = np.tile(((y >= 0) & (y < h) & (x >= 0) & (x < w)).ravel(), channels)
+            for t, mask in enumerate(masks):
+                if np.array_equal(mask, inside):
+                    types[i * cols + j] = t
+                    break
+            else:
+                masks.append(inside)
+                types[i * cols + j] = len(masks) - 1
+    return np.array(masks), types

@@ -20,7 +20,7 @@ from methodkit.core.progress import ProgressCallback, silent
 from methodkit.core.train import TrainConfig, train
 from methodkit.tools.nte.models import ARCHS, ModelConfig, StemNet, build
 
-SPEC = {"task": "nte-zoo", "input": "1x28x28 pixels in [0,1]", "classes": 10, "version": 1}
+SPEC = {"task": "nte-zoo", "input": "1x28x28 pixels in [0,1]", "classes": 10, "version": 2}
 
 
 @dataclass
