@@ -1,6 +1,7 @@
 """casper-solve acceptance runs (issue 8, section 5), one task and one seed per call; JSON lines on stdout.
 
     python -P bench/_casper_acceptance.py warcraft SEED MAPS12.npz MAPS30.npz [WEIGHTS.pt]
+    python -P bench/_casper_acceptance.py warcraft-baselines SEED MAPS12.npz MAPS30.npz
     python -P bench/_casper_acceptance.py mnist-add SEED
     python -P bench/_casper_acceptance.py sudoku SEED [N_TEST]
 
@@ -32,7 +33,7 @@ def chunked_eval(task, method, model, arrays, *, seed, scale=1.0, chunk=50, limi
     """Evaluate the test split chunk by chunk; print a running summary after each chunk."""
     from methodkit.tools.casper import tasks
 
-    test_keys = [k for k in arrays if k.startswith("test_")]
+    test_keys = [k for k in arrays if k.startswith("test_") and k != "test_pool"]  # the pool is not per instance
     total = min(limit or len(arrays[test_keys[0]]), len(arrays[test_keys[0]]))
     rows, cpu, wall = [], 0.0, 0.0
     for start in range(0, total, chunk):
@@ -96,6 +97,18 @@ def warcraft(seed: int, maps12: str, maps30: str, weights: str | None = None) ->
         decode_scales={"12": s12},
         calibration={"12": info12},
     )
+    warcraft_baselines(seed, maps12, maps30)
+
+
+def warcraft_baselines(seed: int, maps12: str, maps30: str) -> None:
+    """`unconstrained` and `sl-sample`, trained like Casper's CNN, decoding the same 30x30 test maps."""
+    import torch
+
+    from methodkit.tools.casper import tasks
+
+    torch.set_num_threads(1)
+    d12 = {k: (v[:256] if k.startswith("train_") else v) for k, v in np.load(maps12).items()}
+    d30 = dict(np.load(maps30))
     for method in ("unconstrained", "sl-sample"):
         c0 = time.process_time()
         base = tasks.train("warcraft", method, d12, epochs=3, batch_size=32, lr=3e-3, seed=seed).model
@@ -141,6 +154,8 @@ if __name__ == "__main__":
     task, seed = sys.argv[1], int(sys.argv[2])
     if task == "warcraft":
         warcraft(seed, sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None)
+    elif task == "warcraft-baselines":
+        warcraft_baselines(seed, sys.argv[3], sys.argv[4])
     elif task == "mnist-add":
         mnist_add(seed)
     elif task == "sudoku":
