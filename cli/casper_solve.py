@@ -50,10 +50,10 @@ def main():
     (onehot, flow, chain, assignment, general). `project` maps scores to (1) the soft
     output mu = argmin_{y in P} ||y - theta||^2, exact to machine precision
     (per-group sparsemax when only one-hot rows, otherwise semismooth Newton on the
-    dual with sparse LU; scores far outside P can stall Newton, so after 25 steps an
-    interior-point QP (Clarabel) supplies a dual point and Newton finishes from it: at
-    most 50 steps in all, certified by the same KKT residual, else status proj_error;
-    with --device cuda the whole batch is projected at once on CuPy) and differentiable
+    dual with sparse LU; scores far outside P can stall Newton, so when ||A y - b|| has
+    not halved in 4 steps (or after 25) an interior-point QP (Clarabel) supplies a
+    dual point and Newton finishes from it: at most 50 steps in all, certified by the
+    same KKT residual, else status proj_error; with --device cuda the whole batch is projected at once on CuPy) and differentiable
     in closed form (J = D - D A^T (A D A^T)^+ A D); and (2) the hard output, a 0/1
     assignment valid by construction: argmin over the valid set C of sum_i w_i y_i, by
     argmax, Dijkstra, Viterbi over carries, Hungarian or HiGHS MILP; every row is
@@ -82,6 +82,7 @@ def main():
       casper-solve project scores.npy --program program.npz -o out.npz > rows.jsonl
       casper-solve gen warcraft --size 12 --n 1000 --n-test 100 -o maps.npz
       casper-solve train maps.npz --task warcraft --method casper -o model.safetensors
+      casper-solve train maps12.npz --calibrate-on maps30.npz -o model.safetensors
       casper-solve eval maps.npz --task warcraft --method casper --model model.safetensors | tail -1
       casper-solve bench -o bench.csv | jq .projection_speedup_vs_cvxpylayers
 
@@ -324,7 +325,15 @@ def _load_dataset(run: Run, path: str, task: str | None):
     "--calibrate/--no-calibrate",
     default=True,
     show_default=True,
-    help="Warcraft casper: after training, pick the decode temperature on 32 training maps (stored in the sidecar).",
+    help="Warcraft casper: after training, pick the decode temperature on 16-64 training maps (stored in the sidecar).",
+)
+@click.option(
+    "--calibrate-on",
+    "calibrate_on",
+    multiple=True,
+    metavar="PATH",
+    help="Warcraft casper: also calibrate on this dataset's training maps (its map side gets its own "
+    "temperature; give the sizes you will decode, e.g. a 30x30 set when training at 12x12). Repeatable.",
 )
 @click.option(
     "--time-limit",
@@ -337,18 +346,23 @@ def _load_dataset(run: Run, path: str, task: str | None):
     "-o", "--output", default=None, metavar="PATH", help="Weights (.safetensors), JSON sidecar beside it (required)."
 )
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, time_limit, output, seed, **_):
+def train(
+    input, task, method, epochs, batch_size, lr, limit, scale, calibrate, calibrate_on, time_limit, output, seed, **_
+):
     """Train the task's predictor on a dataset (INPUT) with the layer or a baseline.
 
     Prints one JSON line per epoch. Writes the weights as safetensors and a JSON sidecar
     (PATH with .json) holding the config and the data fingerprint.
 
     Warcraft with --method casper trains through the projection at --scale (1: the Jacobian
-    is informative there), then calibrates the decode temperature s: the projection of s*p for
-    the s in {1, 2, 4, 8, 16, 32} whose decoded paths on 32 training maps are nearest (Hamming) the
-    labelled paths (ours: at s = 1 mu is spread over many paths and the decode w = 1 - mu falls back
-    to the fewest-hop path). Baselines: sl-sample (semantic loss from 64 Bernoulli samples),
-    sl-exact (exact semantic loss on a PySDD circuit; grids of side <= 4, longer compilations stop
+    is informative there), then calibrates the decode temperature s (the cell scores z enter the
+    projection as s*z): the s in {1, 2, 4, 8, 16, 32, 64} whose decoded paths on 64 training maps (22 at 30x30)
+    have the lowest mean cost ratio (by their true costs, train_costs; Hamming distance to the
+    labelled paths when a dataset has no costs), once per map side (the training set's and each
+    --calibrate-on set's), stored in the sidecar as decode_scales (ours: the quadratic term spreads
+    mu over near-optimal paths, more of them on larger maps, so the best s grows with the side;
+    the CNN is fully convolutional and can be trained at 12x12 and decoded at 30x30).
+    Baselines: sl-sample (semantic loss from 64 Bernoulli samples), sl-exact (exact semantic loss on a PySDD circuit; grids of side <= 4, longer compilations stop
     at --time-limit and exit 1), pyepo-dbb / pyepo-pfyl / pyepo-imle / pyepo-fw (PyEPO's DBB,
     perturbed Fenchel-Young, I-MLE and regularised Frank-Wolfe with our Dijkstra as the oracle;
     the CNN then predicts cell costs), pishield (trains the plain classifier; the shield is applied
@@ -357,6 +371,7 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
     \b
     EXAMPLES
       casper-solve train maps.npz --task warcraft --method casper -o model.safetensors
+      casper-solve train maps12.npz --calibrate-on maps30.npz -o model.safetensors
       casper-solve train add.npz --task mnist-add --epochs 4 -o add.safetensors
     """
     import json
@@ -371,6 +386,14 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
     arrays, task = _load_dataset(run, input, task)
     if output is None or output == "-":
         raise UsageError("pass -o PATH.safetensors for the trained weights")
+    if calibrate_on and not (task == "warcraft" and method == "casper" and calibrate):
+        raise UsageError("--calibrate-on applies to --task warcraft --method casper with --calibrate only")
+    extra = []
+    for path in calibrate_on:
+        found, found_task = _load_dataset(run, path, None)
+        if found_task != "warcraft":
+            raise UsageError(f"--calibrate-on {path}: holds a {found_task} dataset, not warcraft")
+        extra.append(found)
     sidecar = Path(output).with_suffix(".json")
     for path in (Path(output), sidecar):
         if path.exists() and not run.force:
@@ -387,6 +410,7 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
             limit=limit,
             scale=scale,
             calibrate=calibrate,
+            calibration_sets=tuple(extra),
             time_limit=time_limit,
             progress=callback,
         )
@@ -412,8 +436,8 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
     "--scale",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Warcraft: multiply the cell probabilities before projecting [default: the calibrated decode_scale "
-    "in the model's JSON sidecar, else 1].",
+    help="Warcraft: multiply the cell scores before projecting [default: the decode temperature calibrated "
+    "at this map side (else the nearest calibrated side) in the model's JSON sidecar, else 1].",
 )
 @click.option(
     "--time-limit",
@@ -463,8 +487,9 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
         model.load_state_dict(weights)
     except RuntimeError:
         raise DataError(f"{model_path}: these weights are not a {task} model; train one with --task {task}") from None
-    if scale is None:
-        scale = _sidecar_scale(model_path)
+    if scale is None:  # Warcraft: the temperature calibrated at this map side
+        paths = arrays.get("test_paths")
+        scale = _sidecar_scale(model_path, paths.shape[1]) if task == "warcraft" and paths is not None else 1.0
     with run.progress() as callback:
         result = evaluate(
             task, method, model, arrays, limit=limit, scale=scale, time_limit=time_limit, progress=callback
@@ -476,17 +501,19 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
     run.emit_result(result.summary, output="-")
 
 
-def _sidecar_scale(model_path: str) -> float:
-    """The calibrated decode temperature stored beside the weights by 'train', else 1."""
+def _sidecar_scale(model_path: str, side: int) -> float:
+    """The decode temperature stored beside the weights by 'train' for maps of `side`, else 1."""
     import json
     from pathlib import Path
+
+    from methodkit.tools.casper.tasks import decode_scale_for
 
     sidecar = Path(model_path).with_suffix(".json")
     try:
         config = json.loads(sidecar.read_text())
     except (OSError, ValueError):
         return 1.0
-    return float(config.get("decode_scale", 1.0))
+    return decode_scale_for(config, side)[0]
 
 
 @main.command("bench")

@@ -119,7 +119,7 @@ def test_deepproblog_sum_is_the_most_probable_sum():
     torch.manual_seed(0)
     net = torch.nn.Sequential(DigitMLP(), torch.nn.Softmax(-1))
     images = load_digits().images.reshape(-1, 64)[:2].astype(np.float32)
-    out = baselines.run_with_limit(baselines.deepproblog_sum, (net, images[:1], images[1:]), 120)
+    out = baselines.deepproblog_sum(net, images[:1], images[1:])  # in-process: no wall-clock limit in a test
     with torch.no_grad():
         pa, pb = net(torch.as_tensor(images)).numpy()
     by_sum = np.zeros(19)
@@ -171,5 +171,13 @@ def test_calibrated_decode_scale_is_stored_with_the_model():
     arrays = tasks.generate("warcraft", size=5, digits=1, n=12, n_test=2, seed=6)
     trained = tasks.train("warcraft", "casper", arrays, epochs=1, batch_size=6, lr=3e-3, seed=0)
     assert trained.config["decode_scale"] in tasks.CALIBRATION_SCALES
-    errors = trained.config["calibration"]["hamming_by_scale"]
+    info = trained.config["calibration"]["5"]
+    assert info["criterion"] == "cost_ratio" and set(info["hamming_by_scale"]) == set(info["cost_ratio_by_scale"])
+    errors = info["cost_ratio_by_scale"]
     assert errors[str(trained.config["decode_scale"])] == min(errors.values())
+    without_costs = {k: v for k, v in arrays.items() if k != "train_costs"}
+    scale, info = tasks.calibrate_scale(trained.model, without_costs, np.random.default_rng(0), count=4)
+    assert info["criterion"] == "hamming" and info["hamming_by_scale"][str(scale)] == min(
+        info["hamming_by_scale"].values()
+    )
+    assert trained.config["decode_scales"] == {"5": trained.config["decode_scale"]}

@@ -14,9 +14,11 @@ from methodkit.tools.casper.projection import Projector
 def test_batched_dense_projection_equals_the_cpu_projector(kind, size):
     program = compiled(kind, size, False)
     theta = np.random.default_rng(0).normal(size=(5, program.n)) * 0.7 + 0.3
-    mu, states = Projector(program).project(theta)
+    mu, _ = Projector(program).project(theta)
+    newton_mu, states = Projector(program, stall=0).project(theta)  # the same algorithm: Newton alone
     mu_b, states_b = BatchedDenseProjector(program).project(theta)
     np.testing.assert_allclose(mu_b, mu, atol=1e-9)
+    np.testing.assert_allclose(mu_b, newton_mu, atol=1e-9)
     assert [s.status for s in states_b] == ["ok"] * 5
     assert [s.iterations for s in states_b] == [s.iterations for s in states]
     assert max(s.residual for s in states_b) <= 1e-10

@@ -185,10 +185,30 @@ def test_deepproblog_through_the_executable(run_cli, folder):
     assert summary["method"] == "deepproblog" and summary["timeouts"] == 0 and summary["instances"] == 2
 
 
-def test_eval_reads_the_calibrated_scale_from_the_sidecar(tmp_path):
+def test_eval_reads_the_scale_calibrated_at_the_map_side_from_the_sidecar(tmp_path):
     from methodkit.cli.casper_solve import _sidecar_scale
 
     model = tmp_path / "m.safetensors"
-    assert _sidecar_scale(str(model)) == 1.0  # no sidecar
+    assert _sidecar_scale(str(model), 12) == 1.0  # no sidecar
     model.with_suffix(".json").write_text(json.dumps({"task": "warcraft", "decode_scale": 4.0}))
-    assert _sidecar_scale(str(model)) == 4.0
+    assert _sidecar_scale(str(model), 30) == 4.0  # an older sidecar: one temperature for every side
+    sidecar = {"task": "warcraft", "decode_scale": 4.0, "decode_scales": {"12": 4.0, "30": 16.0}}
+    model.with_suffix(".json").write_text(json.dumps(sidecar))
+    assert [_sidecar_scale(str(model), side) for side in (12, 30, 8, 20, 21, 40)] == [4, 16, 4, 4, 16, 16]
+
+
+def test_train_calibrates_on_another_map_side(run_cli, folder, one_line_error):
+    small, large, model = folder / "c4.npz", folder / "c6.npz", folder / "c.safetensors"
+    for path, size in ((small, "4"), (large, "6")):
+        proc = run_cli([PROG, "gen", "warcraft", "--size", size, "--n", "6", "--n-test", "2", "-o", path])
+        assert proc.returncode == 0, proc.stderr
+    args = [PROG, "train", small, "--epochs", "1", "--batch-size", "6", "--calibrate-on", large, "-o", model]
+    proc = run_cli(args)
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads(model.with_suffix(".json").read_text())
+    assert set(config["decode_scales"]) == {"4", "6"} and set(config["calibration"]) == {"4", "6"}
+    proc = run_cli([PROG, "eval", large, "--model", model])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode().splitlines()[-1])["scale"] == config["decode_scales"]["6"]
+    proc = run_cli([PROG, "train", small, "--method", "unconstrained", "--calibrate-on", large, "-o", model, "--force"])
+    one_line_error(proc, PROG, "--calibrate-on applies to --task warcraft --method casper with --calibrate only")
