@@ -103,6 +103,7 @@ def main() -> int:
     for seed in args.seeds:
         for arch in args.archs:
             t0 = time.time()
+            cpu0 = time.process_time()  # all threads of this process: the 2-core budget, free of the neighbours
             opts = TrainOptions(
                 steps=args.steps,
                 epochs=1.0,
@@ -123,6 +124,7 @@ def main() -> int:
                 force=True,
                 device=args.device,
             )
+            train_cpu_s = time.process_time() - cpu0
             from methodkit.tools.chess_wm.training import load_model
 
             model, _, _ = load_model(out / f"{arch}-s{seed}", device=args.device)
@@ -138,12 +140,14 @@ def main() -> int:
                         "exact_state": s["exact_state"],
                         "steps": run.steps,
                         "train_s": round(run.seconds, 1),
+                        "train_cpu_s": round(train_cpu_s, 1),
                     }
                 )
                 print("\t".join(str(v) for v in rows[-1].values()), flush=True)
             print(f"# {arch} seed {seed}: {time.time() - t0:.0f} s", flush=True)
             with open(results, "w", newline="") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+                columns = list(dict.fromkeys(key for row in rows for key in row))  # older files lack train_cpu_s
+                writer = csv.DictWriter(handle, fieldnames=columns, restval="", lineterminator="\n")
                 writer.writeheader()
                 writer.writerows(rows)
     report_checks(rows, sorted({int(r["seed"]) for r in rows}))

@@ -8,7 +8,7 @@ from methodkit.cli._common import DemoStep, Run, common_options, input_argument,
 
 ARCH_CHOICES = ("transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2")
 SIZE_CHOICES = ("d64", "d128", "d256", "d384", "d512")
-KERNEL_CHOICES = ("auto", "chunk", "recurrent")
+KERNEL_CHOICES = ("auto", "chunk", "recurrent", "numba")
 
 DEMO = [
     DemoStep(
@@ -571,7 +571,8 @@ def selftest(games, full, **_):
     perft compares the Numba move generator with published counts (--full) or with
     python-chess at two plies less; encoder parity compares the Numba state encoder with
     a square-by-square python-chess loop over random games (both ep conventions); kernel
-    parity runs every recurrent family in chunked and step form on the same input.
+    parity runs every recurrent family in chunked and step form on the same input, and the
+    SLiCE families also in their compiled Numba form.
     """
     from methodkit.core.errors import CheckFailed
     from methodkit.tools.chess_wm.selftest import run_selftest

@@ -36,6 +36,41 @@ def test_chunked_equals_step_form_values_and_gradients(arch):
     assert _rel(grads["chunk"], grads["recurrent"]) < 1e-3
 
 
+@pytest.mark.parametrize("arch", ["slice", "slice-diag"])
+def test_numba_scan_equals_step_form_values_and_gradients(arch):
+    torch.manual_seed(2)
+    model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
+    tokens = torch.randint(0, 20480, (3, 70))
+    outs, grads = {}, {}
+    for kernel in ("numba", "recurrent"):
+        model.zero_grad()
+        model.set_kernel(kernel)
+        out = model(tokens)
+        out.square().mean().backward()
+        outs[kernel] = out.detach()
+        grads[kernel] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    assert _rel(outs["numba"], outs["recurrent"]) < 1e-5
+    assert _rel(grads["numba"], grads["recurrent"]) < 1e-4
+
+
+@pytest.mark.parametrize("k", [3, 1])
+def test_numba_scan_gradcheck(k):
+    from methodkit.tools.chess_wm.models.slice import _NumbaScan
+
+    torch.manual_seed(3)
+    maps = (torch.eye(k) + 0.3 * torch.randn(2, 5, 2, k, k, dtype=torch.float64)).requires_grad_(True)
+    bias = torch.randn(2, 5, 2, k, dtype=torch.float64, requires_grad=True)
+    y0 = torch.randn(2, 2, k, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(_NumbaScan.apply, (maps, bias, y0))
+
+
+def test_numba_kernel_is_refused_for_other_architectures():
+    from methodkit.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="--kernel numba exists for slice and slice-diag only"):
+        ModelConfig(arch="gdn", kernel="numba")
+
+
 @pytest.mark.parametrize("block", [8, 1])
 def test_slice_layer_matches_torch_slices(block):
     slices = pytest.importorskip("slices")

@@ -10,7 +10,7 @@ attribute reads); the per-square loop runs here.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 SNAP_WIDTH = 18
 
@@ -466,3 +466,58 @@ def replay_legal_sets(move_ids, out_ids, out_offsets):
             return t
         make_move(board, st, legal[found])
     return len(move_ids)
+
+
+# ----------------------------------------------------------------- SLiCE's linear recurrence on the CPU
+# y_t = M_t y_{t-1} + b_t for B x nb independent block sequences (blocks of size k; k = 1 is the
+# diagonal SLiCE). Torch pays per-operation overhead on every one of the T steps of tiny k x k
+# products, forward and backward; here one compiled loop per sequence runs both directions.
+
+
+@njit(cache=True, parallel=True)
+def slice_scan_forward(maps, bias, y0):
+    """maps (B, T, nb, k, k), bias (B, T, nb, k), y0 (B, nb, k) -> states (B, T, nb, k)."""
+    n_batch, n_steps, n_blocks, k = bias.shape
+    states = np.empty_like(bias)
+    for job in prange(n_batch * n_blocks):
+        b, blk = job // n_blocks, job % n_blocks
+        y = y0[b, blk].copy()
+        nxt = np.empty(k, dtype=bias.dtype)
+        for t in range(n_steps):
+            for i in range(k):
+                acc = bias[b, t, blk, i]
+                for j in range(k):
+                    acc += maps[b, t, blk, i, j] * y[j]
+                nxt[i] = acc
+            y[:] = nxt
+            states[b, t, blk] = y
+    return states
+
+
+@njit(cache=True, parallel=True)
+def slice_scan_backward(grad_states, maps, states, y0):
+    """Gradients of slice_scan_forward: (d maps, d bias, d y0) from d states."""
+    n_batch, n_steps, n_blocks, k = grad_states.shape
+    grad_maps = np.empty_like(maps)
+    grad_bias = np.empty_like(grad_states)
+    grad_y0 = np.empty_like(y0)
+    for job in prange(n_batch * n_blocks):
+        b, blk = job // n_blocks, job % n_blocks
+        g = np.zeros(k, dtype=grad_states.dtype)  # dL/dy_t, carried backwards in time
+        back = np.empty(k, dtype=grad_states.dtype)
+        for t in range(n_steps - 1, -1, -1):
+            for i in range(k):
+                g[i] += grad_states[b, t, blk, i]
+                grad_bias[b, t, blk, i] = g[i]
+            for i in range(k):
+                for j in range(k):
+                    prev = states[b, t - 1, blk, j] if t > 0 else y0[b, blk, j]
+                    grad_maps[b, t, blk, i, j] = g[i] * prev
+            for j in range(k):  # M_t^T g
+                acc = 0.0
+                for i in range(k):
+                    acc += maps[b, t, blk, i, j] * g[i]
+                back[j] = acc
+            g[:] = back
+        grad_y0[b, blk] = g
+    return grad_maps, grad_bias, grad_y0

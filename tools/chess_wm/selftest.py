@@ -1,4 +1,4 @@
-"""Self-checks: perft of the move generator(s), encoder parity, chunked-vs-step kernel parity."""
+"""Self-checks: perft of the move generator(s), encoder parity, chunked-vs-step and Numba-vs-step kernel parity."""
 
 from __future__ import annotations
 
@@ -118,4 +118,10 @@ def _kernel_parity(seed: int) -> list[Check]:
             b = model(tokens)
         err = float((a - b).abs().max() / b.abs().max().clamp(min=1e-12))
         out.append(Check(f"kernel:{arch}:chunk-vs-recurrent", err <= 1e-4, f"max rel. error {err:.2e}"))
+        if arch.startswith("slice"):
+            with torch.no_grad():
+                model.set_kernel("numba")
+                c = model(tokens)
+            err = float((c - b).abs().max() / b.abs().max().clamp(min=1e-12))
+            out.append(Check(f"kernel:{arch}:numba-vs-recurrent", err <= 1e-4, f"max rel. error {err:.2e}"))
     return out

@@ -32,7 +32,7 @@ SIZES = {  # d_model, layers, heads (Transformer / GDN)
     "d384": (384, 4, 6),
     "d512": (512, 6, 8),
 }
-KERNELS = ("auto", "chunk", "recurrent")
+KERNELS = ("auto", "chunk", "recurrent", "numba")
 
 
 @dataclass
@@ -51,6 +51,8 @@ class ModelConfig:
             raise UsageError(f"--size must be one of {', '.join(SIZES)}, not {self.size!r}")
         if self.kernel not in KERNELS:
             raise UsageError(f"--kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
+        if self.kernel == "numba" and self.arch not in ("slice", "slice-diag"):
+            raise UsageError(f"--kernel numba exists for slice and slice-diag only, not {self.arch!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise UsageError(f"--dropout must be in [0, 1), got {self.dropout}")
 
