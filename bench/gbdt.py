@@ -6,7 +6,7 @@ Prints `case size ours_s ref_s ratio` lines; each reference is measured in the s
   first 2,000 validation rows, 100 trees); scores must agree to rtol 1e-6.
 - project: P_i (ellipsoid ∩ box ∩ lattice) for 10,000 rows × k=5 by the Numba kernel vs a per-row
   scipy.optimize SLSQP reference, timed on 300 rows and scaled per row (printed as such).
-- attack: the search part of an Adult attack (budget 5%, eps 1, 2 iterations = 1 + 2(2q+1) = 19
+- attack: the search part of an Adult attack (--search zo, budget 5%, eps 1, 2 iterations = 1 + 2(2q+1) = 19
   evaluations of J) with --fast-bins, --workers 2 and --oracle refit (one anchor retrain), each against the default
   (retrain from scratch, one at a time); the part before the search is timed separately.
 Run one group with `python -P bench/gbdt.py attack` (default: all).
@@ -119,7 +119,7 @@ def bench_attack():
     victim = Victim.from_json(None, threads=1, seed=0)
 
     def search_seconds(**options):
-        cfg = attack.AttackConfig(budget=0.05, eps=1.0, iters=2, seed=0, **options)
+        cfg = attack.AttackConfig(budget=0.05, eps=1.0, iters=2, seed=0, search="zo", **options)
         marks = []
         attack.run(p, victim, cfg, lambda what, done, total: marks.append((done, time.perf_counter())))
         # marks: (0, start), (1, search starts), ..., (1 + evaluations, search ends), (total, final retrain)

@@ -103,10 +103,18 @@ def attack_options(f, with_eps: bool = True):
             show_default=True,
             help="log1p heavy-tailed non-negative columns before the ellipsoid.",
         ),
-        click.option("--iters", type=int, default=20, show_default=True, help="ZO iterations."),
-        click.option("--q", type=int, default=4, show_default=True, help="Random directions per iteration."),
-        click.option("--mu", type=float, default=0.5, show_default=True, help="Probe radius, × eps."),
-        click.option("--eta", type=float, default=0.5, show_default=True, help="Step size, × eps (decays 0.9)."),
+        click.option(
+            "--search",
+            type=click.Choice(["threshold", "zo"]),
+            default="threshold",
+            show_default=True,
+            help="threshold: coordinate moves across the victim's split thresholds + line search; "
+            "zo: ZO-PSGD with Gaussian probes (--q, --mu, --eta).",
+        ),
+        click.option("--iters", type=int, default=20, show_default=True, help="Search iterations."),
+        click.option("--q", type=int, default=4, show_default=True, help="(zo) Random directions per iteration."),
+        click.option("--mu", type=float, default=0.5, show_default=True, help="(zo) Probe radius, × eps."),
+        click.option("--eta", type=float, default=0.5, show_default=True, help="(zo) Step size, × eps (decays 0.9)."),
         click.option(
             "--objective",
             type=click.Choice(["logloss", "f1"]),
@@ -119,7 +127,7 @@ def attack_options(f, with_eps: bool = True):
             type=click.Choice(["on", "off"]),
             default="on",
             show_default=True,
-            help="Project the finite-difference probes (off = ablation).",
+            help="(zo) Project the finite-difference probes (off = ablation).",
         ),
         click.option(
             "--oracle",
@@ -128,7 +136,13 @@ def attack_options(f, with_eps: bool = True):
             show_default=True,
             help="Evaluate J by retraining, or by refitting leaf values of an anchor model.",
         ),
-        click.option("--refit-every", type=int, default=5, show_default=True, help="Re-anchor (refit oracle)."),
+        click.option(
+            "--refit-every",
+            type=int,
+            default=5,
+            show_default=True,
+            help="(zo) Re-anchor every N iterations (refit oracle).",
+        ),
         click.option(
             "--fast-bins",
             is_flag=True,
@@ -157,11 +171,17 @@ def main():
     The attacker changes a few numeric cells of at most budget × n train rows,
     never their labels, so that the victim LightGBM retrained on the data does
     worse on unseen test data. Rows are chosen by BoostIn influence on the
-    attacker's validation loss, columns by split gain, and the rows move by
-    projected zeroth-order ascent inside class-shaped Mahalanobis ellipsoids of
-    radius eps, clipped to the data's range and integer lattice, so that every
-    poisoned row stays plausible. Probes and iterates are both projected; the
-    best visited point is kept because the objective is piecewise constant.
+    attacker's validation loss, columns by split gain, and the rows move inside
+    class-shaped Mahalanobis ellipsoids of radius eps, clipped to the data's
+    range and integer lattice, so that every poisoned row stays plausible.
+    The default search (--search threshold) moves each row along its columns
+    across the victim's own split thresholds: one projected probe per threshold
+    interval within reach, scored by the first-order change of the validation
+    loss through the trees' leaf values, then a line search over how many rows
+    take their best move, judged by retraining. --search zo is the issue's
+    ZO-PSGD with Gaussian finite-difference probes. Probes and iterates are
+    both projected; the best visited point is kept because the objective is
+    piecewise constant.
 
     \b
     VERBS
@@ -181,6 +201,12 @@ def main():
     \b
     NOTES
       Our reading where the paper is vague:
+      - --search threshold (default, ours): a GBDT only sees a value cross a
+        split threshold, so Gaussian probes (2q = 8 in B x k dims) mostly
+        measure nothing. Measured on Adult (budget 5%, eps 1, 20 iters,
+        seeds 0-2): mean test-F1 drop 0.028 (threshold) vs 0.009 (zo,
+        refit oracle); Credit-g eps 4: 0.121 vs 0.077. --search zo keeps
+        the issue's ZO-PSGD.
       - Accept-best keeps the best of the iterates AND of the projected probes:
         both are feasible points whose victim was already trained.
       - --transform log1p acts on non-negative columns with skewness >= 1.
@@ -308,6 +334,7 @@ def _attack_config(params: dict, seed: int, eps: float | None = None):
         mu=params["mu"],
         eta=params["eta"],
         objective=params["objective"],
+        search=params["search"],
         probe_projection=params["probe_projection"] == "on",
         oracle=params["oracle"],
         refit_every=params["refit_every"],
@@ -408,7 +435,18 @@ def attack_cmd(input, **params):
     uninterrupted run. The file is removed on success; a checkpoint of other
     settings or data is refused (remove it, or --force to start over).
     --fast-bins lets the attack-time retrains reuse the clean data's bin
-    boundaries; --workers N trains the 2q probes of an iteration N at a time.
+    boundaries; --workers N trains the probes (zo) or line-search points
+    (threshold) of an iteration N at a time.
+
+    --search threshold, per iteration: the victim retrained on the current
+    point is the anchor; each row's coordinate line inside its ellipsoid ∩ box
+    is cut by the anchor's split thresholds; one point per interval (midpoint,
+    or an integer for integer columns; the 24 nearest) is projected and scored
+    by the first-order change of the validation logloss through the leaf
+    values it changes; each row keeps its best improving probe, and the moves
+    of all, 1/2, 1/4, 1/8 of those rows (best first) are retrained (--oracle
+    refit: leaf-refit, then only the chosen one retrained); the best becomes
+    the next iterate. 4 retrains per iteration, 81 in all by default.
 
     \b
     EXAMPLES

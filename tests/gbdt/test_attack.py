@@ -126,6 +126,10 @@ def test_bad_inputs_raise_typed_errors():
         attack.run(p, _victim(), attack.AttackConfig(eps=0))
     with pytest.raises(UsageError, match="not a mutable numeric column"):
         attack.run(p, _victim(), attack.AttackConfig(dims_list=["colour"]))
+    with pytest.raises(UsageError, match="ablation of --search zo"):
+        attack.run(p, _victim(), attack.AttackConfig(probe_projection=False))
+    with pytest.raises(UsageError, match="--search must be one of threshold, zo"):
+        attack.run(p, _victim(), attack.AttackConfig(search="grid"))
 
 
 def test_rows_with_missing_chosen_values_are_not_candidates():

@@ -144,6 +144,7 @@ def test_sweep_jsonl(run_cli, tables):
         (["influence", "train.csv", "--positive", "7"], ["positive class '7' not found in 'label'"]),
         (["attack", "train.csv", "-o", "out.csv", "--eps", "0"], ["--eps must be > 0"]),
         (["attack", "train.csv", "-o", "out.csv", "--dims", "9"], ["--dims 9 exceeds the 5 mutable"]),
+        (["attack", "train.csv", "-o", "out.csv", "--probe-projection", "off"], ["ablation of --search zo"]),
         (["attack", "train.csv", "-o", "out.csv", "--immutable", "x0,x1,x2,x3,count"], ["no mutable numeric"]),
         (["attack", "train.csv", "-o", "train.csv", "--force"], ["train.csv: is also an input"]),
         (["attack", "train.csv", "-o", "keep.csv"], ["keep.csv: already exists; pass --force"]),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -20,11 +22,10 @@ def small():
     return problem(300, seed=2)
 
 
-def test_probe_workers_do_not_change_the_result(small):
-    results = [
-        attack.run(small, _victim(), attack.AttackConfig(budget=0.1, eps=1.5, iters=1, q=2, seed=4, workers=w))
-        for w in (1, 3)
-    ]
+@pytest.mark.parametrize("search", ["zo", "threshold"])
+def test_probe_workers_do_not_change_the_result(small, search):
+    cfg = attack.AttackConfig(budget=0.1, eps=1.5, iters=1, q=2, seed=4, search=search)
+    results = [attack.run(small, _victim(), replace(cfg, workers=w)) for w in (1, 3)]
     assert results[0].trace == results[1].trace
     np.testing.assert_array_equal(results[0].poisoned, results[1].poisoned)
     assert results[0].after == results[1].after and results[0].fits == results[1].fits

@@ -18,10 +18,13 @@ from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.gbdt import dims as dimsmod
 from methodkit.tools.gbdt import influence as infl
+from methodkit.tools.gbdt import threshold
 from methodkit.tools.gbdt.data import Problem
 from methodkit.tools.gbdt.feasible import COVARIANCES, TRANSFORMS, Standardizer, build_region, implausible_fraction
 from methodkit.tools.gbdt.oracle import OBJECTIVES, ORACLES, Oracle, objective_value
 from methodkit.tools.gbdt.victim import Victim, metrics, parse_trees
+
+SEARCHES = ("threshold", "zo")
 
 
 @dataclass
@@ -39,6 +42,7 @@ class AttackConfig:
     mu: float = 0.5  # × eps
     eta: float = 0.5  # × eps
     objective: str = "logloss"
+    search: str = "threshold"
     probe_projection: bool = True
     oracle: str = "retrain"
     refit_every: int = 5
@@ -60,12 +64,15 @@ class AttackConfig:
             raise UsageError(f"--q must be at least 1, got {self.q}")
         if not (self.mu > 0 and self.eta > 0):
             raise UsageError("--mu and --eta must be > 0")
+        if not self.probe_projection and self.search != "zo":
+            raise UsageError("--probe-projection off is an ablation of --search zo; add --search zo")
         choices = (
             ("--influence", self.influence, infl.SELECTIONS),
             ("--dim-rank", self.dim_rank, dimsmod.RANKINGS),
             ("--cov", self.cov, COVARIANCES),
             ("--transform", self.transform, TRANSFORMS),
             ("--objective", self.objective, OBJECTIVES),
+            ("--search", self.search, SEARCHES),
             ("--oracle", self.oracle, ORACLES),
         )
         for flag, value, allowed in choices:
@@ -74,6 +81,9 @@ class AttackConfig:
 
     @property
     def n_evaluations(self) -> int:
+        if self.search == "threshold":
+            per_iter = len(threshold.LINE_FRACTIONS) + (self.oracle == "refit")
+            return 1 + self.iters * per_iter
         return 1 + self.iters * (2 * self.q + 1)
 
 
@@ -327,7 +337,10 @@ def run(
     )
     trace: list[dict] = []
     try:
-        best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total, checkpoint, resume)
+        if config.search == "threshold":
+            best_Z, best_J = _threshold_search(region, oracle, config, trace, progress, total, checkpoint, resume)
+        else:
+            best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total, checkpoint, resume)
         original = problem.X_tr[rows[:, None], np.maximum(dims, 0)]
         poisoned = region.to_orig(best_Z)
         # clip to the data's range in original units (expm1 can land a hair below 0), then the lattice
@@ -481,6 +494,102 @@ def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, 
             }
         )
         eta *= 0.9
+        save(it)
+    return best_Z, best_J
+
+
+def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progress, total, checkpoint, resume):
+    """Threshold-crossing coordinate search with a line search (threshold.py); returns the best point and J.
+
+    Each iterate's model (a true retrain) is the anchor that scores the next probes; under
+    --oracle refit the line-search points are refit evaluations on that anchor and only the
+    chosen point is retrained.
+    """
+    rows, dims = region.rows, region.dims
+    precision = threshold.precisions(region)
+    params = oracle.victim.full_params()
+    done = 1
+
+    def retrained(*points):
+        nonlocal done
+        out = oracle.trained(rows, dims, [region.to_orig(Z) for Z in points])
+        done += len(points)
+        progress("victim fits", min(done, total), total)
+        return out
+
+    def save(it):
+        if checkpoint is not None:
+            checkpoint(
+                {
+                    "search": "threshold",
+                    "iter": it,
+                    "Z": Z.tolist(),
+                    "best_Z": best_Z.tolist(),
+                    "best_J": best_J,
+                    "fits": oracle.fits,
+                    "trace": trace,
+                }
+            )
+
+    progress("victim fits", done, total)
+    if resume is None:
+        Z = region.x0.copy()
+        ((J_Z, anchor),) = retrained(Z)
+        best_Z, best_J = Z.copy(), J_Z
+        trace.append({"iter": 0, "J": J_Z, "best": best_J, "moved": 0})
+        start = 1
+        save(0)
+    else:
+        if resume.get("search") != "threshold":
+            raise UsageError("checkpoint was written by another --search; remove it or rerun with that setting")
+        Z, best_Z = _restore(resume, "Z", region.x0.shape), _restore(resume, "best_Z", region.x0.shape)
+        best_J, start = float(resume["best_J"]), int(resume["iter"]) + 1
+        trace.extend(resume["trace"])
+        ((J_Z, anchor),) = retrained(Z)  # the iterate's model, identical to the one the run had
+        oracle.fits = int(resume["fits"])
+        done = min(total, 1 + (start - 1) * (config.n_evaluations - 1) // max(config.iters, 1))
+    for it in range(start, config.iters + 1):
+        X = oracle.modified(rows, dims, region.to_orig(Z))
+        trees = parse_trees(anchor, oracle.y_tr, params)
+        owner, points = threshold.probes(region, Z, precision, threshold.split_thresholds(trees))
+        scores = threshold.score_probes(
+            anchor, trees, X, oracle.y_tr, oracle.X_v, oracle.y_v, region, owner, points, oracle.victim.lambda_l2
+        )
+        movers, picks = threshold.best_moves(owner, scores, len(rows))
+        entry = {"iter": it, "probes": int(len(owner)), "improving_rows": int(len(movers))}
+        if len(movers) == 0:  # no probe is predicted to help: the search has converged
+            trace.append({**entry, "J": J_Z, "best": best_J, "moved": 0})
+            save(it)
+            break
+        counts = sorted({max(1, int(np.ceil(f * len(movers)))) for f in threshold.LINE_FRACTIONS}, reverse=True)
+        steps = []
+        for n_move in counts:
+            step = Z.copy()
+            step[movers[:n_move]] = points[picks[:n_move]]
+            steps.append(step)
+        if config.oracle == "refit":
+            oracle.adopt(anchor, X)
+            values = oracle.many(rows, dims, [region.to_orig(step) for step in steps])
+            done += len(steps)
+            choice = int(np.argmax(values))
+            ((J_Z, anchor),) = retrained(steps[choice])
+        else:
+            results = retrained(*steps)
+            choice = int(np.argmax([value for value, _ in results]))
+            J_Z, anchor = results[choice]
+        Z = steps[choice]
+        if J_Z > best_J:
+            best_J, best_Z = J_Z, Z.copy()
+        trace.append(
+            {
+                **entry,
+                "J": J_Z,
+                "best": best_J,
+                "moved": counts[choice],
+                "predicted_gain": float(scores[picks[: counts[choice]]].sum()),
+                "mean_radius": float(np.mean(region.radius(Z))),
+            }
+        )
         save(it)
     return best_Z, best_J
 

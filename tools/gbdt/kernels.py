@@ -254,3 +254,65 @@ def mahalanobis_rows(D, U, s):
     for i in prange(B):
         out[i] = np.sqrt(_maha2(D[i], U[i], s[i]))
     return out
+
+
+# ---------------------------------------------------------------- threshold search: first-order move scores
+
+
+@njit(cache=True)
+def staged_leaf_sums(L, leaf_values, y, b0):
+    """Per round t, the sums G_t[l], H_t[l] of the rows' logloss gradient and hessian over each leaf,
+    with raw scores accumulated over the previous trees (as the trees were grown)."""
+    n, T = L.shape
+    width = leaf_values.shape[1]
+    G = np.zeros((T, width))
+    H = np.zeros((T, width))
+    F = np.full(n, b0)
+    for t in range(T):
+        for i in range(n):
+            p = 1.0 / (1.0 + np.exp(-F[i]))
+            leaf = L[i, t]
+            G[t, leaf] += p - y[i]
+            H[t, leaf] += p * (1.0 - p)
+            F[i] += leaf_values[t, leaf]
+    return G, H
+
+
+@njit(cache=True)
+def move_scores(L_rows, L_cand, cand_row, y_rows, G, H, Gv, leaf_values, lr, lam, b0):
+    """First-order change of the validation loss when one poisoned row takes a candidate position.
+
+    Row b = cand_row[c] leaves its leaves L_rows[b] for the candidate's leaves L_cand[c]: in each
+    round its own gradient/hessian (staged along the old and the new path) come out of the old
+    leaf's sums and into the new one's, the two Newton leaf values -lr G / (H + lam) change, and
+    the validation loss changes by Gv_t[l] times each change (Gv: summed validation gradients
+    per leaf of the current model). Other rows' gradients are held fixed (the TracIn/BoostIn
+    approximation), so one pass costs O(T) per candidate.
+    """
+    C, T = L_cand.shape
+    out = np.zeros(C)
+    for c in range(C):
+        b = cand_row[c]
+        F_old = b0
+        F_new = b0
+        total = 0.0
+        for t in range(T):
+            p = 1.0 / (1.0 + np.exp(-F_old))
+            g_old = p - y_rows[b]
+            h_old = p * (1.0 - p)
+            p = 1.0 / (1.0 + np.exp(-F_new))
+            g_new = p - y_rows[b]
+            h_new = p * (1.0 - p)
+            a = L_rows[b, t]
+            leaf = L_cand[c, t]
+            v_a = -lr * G[t, a] / (H[t, a] + lam)
+            if a == leaf:
+                total += Gv[t, a] * (-lr * (G[t, a] - g_old + g_new) / (H[t, a] - h_old + h_new + lam) - v_a)
+            else:
+                v_l = -lr * G[t, leaf] / (H[t, leaf] + lam)
+                total += Gv[t, a] * (-lr * (G[t, a] - g_old) / (H[t, a] - h_old + lam) - v_a)
+                total += Gv[t, leaf] * (-lr * (G[t, leaf] + g_new) / (H[t, leaf] + h_new + lam) - v_l)
+            F_old += leaf_values[t, a]
+            F_new += leaf_values[t, leaf]
+        out[c] = total
+    return out

@@ -68,24 +68,34 @@ class Oracle:
         """J at several points, in order; retrains run `workers` at a time in threads."""
         if self.kind != "retrain" or self.workers <= 1 or len(values_list) <= 1:
             return [self(rows, cols, values) for values in values_list]
-        from concurrent.futures import ThreadPoolExecutor
+        return [value for value, _ in self.trained(rows, cols, values_list)]
 
+    def trained(self, rows, cols, values_list: list[np.ndarray]) -> list[tuple[float, object]]:
+        """(J, booster) of true retrains at several points, in order (`workers` at a time in threads)."""
         if self.fast_bins and self._reference is None:
             self._reference = self.victim.bins(self.X_tr, self.y_tr, self.cat_idx)
 
         def one(values):
             X = self.modified(rows, cols, values)
             booster = self.victim.fit(X, self.y_tr, self.cat_idx, reference=self._reference)
-            return objective_value(booster.predict(self.X_v), self.y_v, self.objective)
+            return objective_value(booster.predict(self.X_v), self.y_v, self.objective), booster
 
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            out = list(pool.map(one, values_list))
+        if self.workers <= 1 or len(values_list) <= 1:
+            out = [one(values) for values in values_list]
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                out = list(pool.map(one, values_list))
         self.fits += len(values_list)
         return out
 
     def anchor(self, X: np.ndarray) -> None:
         """(refit) Retrain on X and keep its tree structures for the next evaluations."""
-        booster = self.fit(X)
+        self.adopt(self.fit(X), X)
+
+    def adopt(self, booster, X: np.ndarray) -> None:
+        """(refit) Use `booster`, trained on X, as the anchor."""
         trees = parse_trees(booster, self.y_tr, self.victim.full_params())
         self._anchor = (booster, trees, leaf_indices(booster, X), leaf_indices(booster, self.X_v))
 
