@@ -232,7 +232,7 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
             raise UsageError(f"{output}: already exists; pass --force to overwrite")
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
     scores = _read_scores(run, data, input, program, nan)
-    device = run.device
+    device = run.device()
     if device == "cuda" and run.params.get("device") == "auto":
         from methodkit.tools.casper.batched import MAX_ROWS
 

@@ -212,3 +212,19 @@ def test_train_calibrates_on_another_map_side(run_cli, folder, one_line_error):
     assert json.loads(proc.stdout.decode().splitlines()[-1])["scale"] == config["decode_scales"]["6"]
     proc = run_cli([PROG, "train", small, "--method", "unconstrained", "--calibrate-on", large, "-o", model, "--force"])
     one_line_error(proc, PROG, "--calibrate-on applies to --task warcraft --method casper with --calibrate only")
+
+
+def test_project_resolves_the_device_flag(run_cli, folder, grid_program, one_line_error):
+    # --device is resolved, not passed through: asking for a GPU that is absent fails clearly
+    try:
+        import cupy  # noqa: F401
+
+        pytest.skip("a GPU stack is present")
+    except ImportError:
+        pass
+    program, summary = grid_program
+    np.save(folder / "scores.npy", np.zeros((1, summary["n_vars"])))
+    proc = run_cli([PROG, "project", folder / "scores.npy", "--program", program, "--device", "cuda"])
+    one_line_error(proc, PROG, "cuda", code=1)
+    proc = run_cli([PROG, "project", folder / "scores.npy", "--program", program, "--device", "cpu"])
+    assert proc.returncode == 0, proc.stderr
