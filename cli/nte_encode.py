@@ -303,8 +303,6 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
     from methodkit.tools.nte.zoo import load_model
 
     run = Run.from_context()
-    if not auth and not unauth:
-        raise click.UsageError("name at least one model with --auth or --unauth")
     if Path(input).is_dir():  # a PNG ciphertext folder from encode --png
         import numpy as np
 
@@ -318,6 +316,8 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
         cipher = io.read_arrays(run.input_bytes(input))
     if "view" not in cipher:
         raise DataError(f"{input}: not an nte ciphertext (no 'view'); make one with 'nte-encode encode'")
+    if not auth and not unauth:  # after reading INPUT, so a missing file is reported first
+        raise click.UsageError("name at least one model with --auth or --unauth")
     x, y = _load_images(run, clean_path, clean_dataset, limit, "--clean")
     if y is None:
         raise DataError("clean data has no labels (y)")
