@@ -18,20 +18,25 @@ def _rel(a, b):
     return float(((a - b).abs().max() / b.abs().max().clamp(min=1e-12)).detach())
 
 
-@pytest.mark.parametrize("arch", RECURRENT)
-def test_chunked_equals_step_form_values_and_gradients(arch):
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
-    tokens = torch.randint(0, 20480, (2, 80))
-    grads = {}
-    outs = {}
-    for kernel in ("chunk", "recurrent"):
+def _outputs_and_grads(model, tokens, kernels):
+    """Per kernel: the model's output and its flattened parameter gradients for one loss."""
+    outs, grads = {}, {}
+    for kernel in kernels:
         model.zero_grad()
         model.set_kernel(kernel)
         out = model(tokens)
         out.square().mean().backward()
         outs[kernel] = out.detach()
         grads[kernel] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    return outs, grads
+
+
+@pytest.mark.parametrize("arch", RECURRENT)
+def test_chunked_equals_step_form_values_and_gradients(arch):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
+    tokens = torch.randint(0, 20480, (2, 80))
+    outs, grads = _outputs_and_grads(model, tokens, ("chunk", "recurrent"))
     assert _rel(outs["chunk"], outs["recurrent"]) < 1e-4
     assert _rel(grads["chunk"], grads["recurrent"]) < 1e-3
 
@@ -41,14 +46,7 @@ def test_numba_scan_equals_step_form_values_and_gradients(arch):
     torch.manual_seed(2)
     model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
     tokens = torch.randint(0, 20480, (3, 70))
-    outs, grads = {}, {}
-    for kernel in ("numba", "recurrent"):
-        model.zero_grad()
-        model.set_kernel(kernel)
-        out = model(tokens)
-        out.square().mean().backward()
-        outs[kernel] = out.detach()
-        grads[kernel] = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
+    outs, grads = _outputs_and_grads(model, tokens, ("numba", "recurrent"))
     assert _rel(outs["numba"], outs["recurrent"]) < 1e-5
     assert _rel(grads["numba"], grads["recurrent"]) < 1e-4
 
