@@ -49,7 +49,7 @@ def main() -> int:
         rows = [i for i, s in enumerate(st_cpu) if s.status == "ok"]
         diff = float(np.max(np.abs(mu_gpu[rows] - mu_cpu[rows]))) if rows else 0.0
         worst = max(worst, diff)
-        bad += (not ok) or diff > 1e-6
+        bad += (not ok) or not diff <= 1e-6  # `not <=`: a NaN difference is a disagreement too
         label = f"projection_{kind}"
         print(f"{label} {size}x{batch} {cpu_s:.4f} {gpu_s:.4f} {cpu_s / gpu_s:.2f} {diff:.2e}", flush=True)
     print(f"max_abs_diff {worst:.2e} disagreements {bad}")

@@ -50,7 +50,8 @@ def main():
     (onehot, flow, chain, assignment, general). `project` maps scores to (1) the soft
     output mu = argmin_{y in P} ||y - theta||^2, exact to machine precision
     (per-group sparsemax when only one-hot rows, otherwise semismooth Newton on the
-    dual with sparse LU; scores far outside P can stall Newton, so when ||A y - b|| has
+    dual, each step one sparse LDL^T (QDLDL) refactored on the fixed pattern of A A^T,
+    SuperLU where that fails; scores far outside P can stall Newton, so when ||A y - b|| has
     not halved in 4 steps (or after 25) an interior-point QP (Clarabel) supplies a
     dual point and Newton finishes from it: at most 50 steps in all, certified by the
     same KKT residual, else status proj_error; with --device cuda the whole batch is projected at once on CuPy) and differentiable
@@ -206,7 +207,7 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
 
     --device cuda projects the whole batch at once on the GPU (CuPy: lockstep semismooth Newton
     with batched dense solves, programs of at most 4,096 rows); auto uses it when a GPU is present
-    and the program fits, else the CPU path (sparse LU per instance). Decode and certificate run on
+    and the program fits, else the CPU path (sparse LDL^T per instance). Decode and certificate run on
     the CPU either way.
 
     \b
@@ -518,7 +519,9 @@ def _sidecar_scale(model_path: str, side: int) -> float:
 
 @main.command("bench")
 @click.option("--quick", is_flag=True, help="Small sizes (for make demo).")
-@click.option("--batch", type=click.IntRange(min=1), default=8, show_default=True, help="Instances per case.")
+@click.option(
+    "--batch", type=click.IntRange(min=1), default=32, show_default=True, help="Instances in the projection case."
+)
 @click.option(
     "--baselines",
     is_flag=True,
@@ -530,6 +533,10 @@ def _sidecar_scale(model_path: str, side: int) -> float:
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def bench(quick, batch, baselines, time_limit, output, seed, **_):
     """Time the projection and the decoders against references; CSV to -o, JSON summary on stdout.
+
+    Times are CPU seconds of the process (all threads), so ratios hold on a shared machine; the
+    projection case (30x30 flow polytope, --batch instances, cvxpylayers run serially) also
+    records wall seconds.
 
     With --baselines: compile the Warcraft path constraint to an SDD (PySDD; sl-exact) for grid
     sides 3, 4, 5 and 30, and run DeepProbLog's exact inference of one N-digit sum for N = 1, 2, ...

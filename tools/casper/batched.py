@@ -1,6 +1,6 @@
 """The same exact projection, batched and dense, on any array module (NumPy, or CuPy on a GPU).
 
-The CPU Projector solves one instance at a time with sparse LU. Here every instance of the batch
+The CPU Projector solves one instance at a time with sparse factorisations. Here every instance of the batch
 takes its semismooth Newton steps in lockstep: the regularised Gram matrices
 A (D_b + kappa_b (I - D_b)) A^T + 1e-12 I are formed per instance and solved together by one
 batched dense solve (cuSOLVER through cupy.linalg.solve on a GPU), the Armijo search runs on all

@@ -4,7 +4,8 @@ P = {y : A y = b, l <= y <= u}. For a dual vector nu the minimiser over the box 
 y(nu) = clip(theta - A^T nu, l, u), always optimal for nu; what remains is A y(nu) = b, a
 piecewise-linear monotone system. We solve it by semismooth Newton on the concave dual
 g(nu) = min_box L(y, nu): the generalised Hessian is -A D A^T with D the free set, the step solves
-A (D + kappa (I - D)) A^T dnu = F(nu) by sparse LU, and an Armijo search on g keeps every step an
+A (D + kappa (I - D)) A^T dnu = F(nu) (sparse LDL^T on the fixed pattern of A A^T, gram.py; SuperLU
+or dense LU for small programs), and an Armijo search on g keeps every step an
 ascent. kappa = 1e-2 min(||F||, 1) regularises rows whose variables are all at a bound and vanishes
 as F -> 0; at the end one step on the exact A D A^T solves the linear system on the final active
 set (the "polish"). Termination: ||A y - b||_inf <= tol, which with y = clip(theta - A^T nu)
@@ -25,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
+from methodkit.tools.casper.gram import SparseGram
 from methodkit.tools.casper.program import Program, onehot_only
 
 MAX_ITER = 50
@@ -60,7 +62,7 @@ class RowState:
     iterations: int
     residual: float  # ||A mu - b||_inf at the end
     free: np.ndarray | None = None  # bool (n,), variables strictly inside their bounds
-    factor: object | None = None  # splu of A_S A_S^T + delta I (Newton rows)
+    factor: object | None = None  # a factor of A_S A_S^T + delta I with .solve (Newton rows)
 
 
 class Projector:
@@ -83,6 +85,8 @@ class Projector:
             self.Ad = program.A.toarray()
             self.Ar = self.Ad
             self.At = np.ascontiguousarray(self.Ad.T)
+        # Large programs: LDL^T refactored on the fixed pattern of A A^T (gram.py); SuperLU is the fallback.
+        self.gram = None if self.dense or onehot_only(program) else SparseGram.build(program.A)
         self.sparsemax = onehot_only(program)
         if self.sparsemax:
             rows = np.full(self.n, -1, dtype=np.int64)
@@ -107,6 +111,10 @@ class Projector:
             M = A_s @ A_s.T
             M[np.diag_indices_from(M)] += delta
             return _DenseFactor(M)
+        if self.gram is not None:
+            factor = self.gram.factor(free.astype(np.float64), delta, keep=True)
+            if factor is not None:  # None: a (nearly) zero pivot; SuperLU's pivoting LU handles it
+                return factor
         return splu(self._gram(free, delta))
 
     def _soft_factor(self, free: np.ndarray, kappa: float):
@@ -117,6 +125,10 @@ class Projector:
             M = (self.Ad * weight) @ self.Ad.T
             M[np.diag_indices_from(M)] += 1e-12
             return _DenseFactor(M)
+        if self.gram is not None:
+            factor = self.gram.factor(weight, 1e-12, keep=False)  # used once, for this step
+            if factor is not None:
+                return factor
         M = (self.A @ sp.diags(weight) @ self.A.T).tocsc() + 1e-12 * sp.identity(self.program.m, format="csc")
         return splu(sp.csc_matrix(M))
 
