@@ -14,6 +14,20 @@ from methodkit.tools.casper.gram import SparseGram
 from methodkit.tools.casper.projection import Projector
 
 
+def test_assembly_and_symmetric_matvec_kernels_match_scipy():
+    from methodkit.tools.casper.kernels import symmetric_upper_matvec
+
+    program = compiled("grid", 12, False)
+    gram = SparseGram.build(program.A)
+    rng = np.random.default_rng(1)
+    weight = rng.random(program.n)
+    full = (program.A @ sp.diags(weight) @ program.A.T).toarray() + 0.5 * np.eye(program.m)
+    upper = gram.matrix(weight, 0.5)
+    np.testing.assert_allclose(upper.toarray(), np.triu(full), atol=1e-12)
+    x = rng.normal(size=program.m)
+    np.testing.assert_allclose(symmetric_upper_matvec(upper.indptr, upper.indices, upper.data, x), full @ x, atol=1e-10)
+
+
 def test_ldl_factor_solves_the_weighted_gram_system():
     program = compiled("addition", 64, False)
     gram = SparseGram.build(program.A)

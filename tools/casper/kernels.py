@@ -244,3 +244,27 @@ def count_sudoku_solutions(grid, size, box, limit):
             break
         if depth == 0:
             return count
+
+
+@njit(cache=True)
+def gram_assemble(pos, coef, var, weight, diag_pos, delta, nnz):
+    """Values of A diag(weight) A^T + delta I on a fixed pattern: entry pos[t] gets coef[t] weight[var[t]]."""
+    data = np.zeros(nnz)
+    for t in range(pos.shape[0]):
+        data[pos[t]] += coef[t] * weight[var[t]]
+    for k in range(diag_pos.shape[0]):
+        data[diag_pos[k]] += delta
+    return data
+
+
+@njit(cache=True)
+def symmetric_upper_matvec(indptr, indices, data, x):
+    """M x for the symmetric M whose upper triangle is the CSC (indptr, indices, data)."""
+    out = np.zeros(x.shape[0])
+    for j in range(indptr.shape[0] - 1):
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            out[i] += data[p] * x[j]
+            if i != j:
+                out[j] += data[p] * x[i]
+    return out
