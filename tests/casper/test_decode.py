@@ -107,6 +107,31 @@ def test_dijkstra_matches_networkx():
     assert cost == pytest.approx(ref, rel=1e-12)
 
 
+def test_dijkstra_predecessors_trace_a_path_of_the_reported_cost():
+    # The indexed heap lowers keys in place; the predecessor edges must still spell out a cheapest path.
+    nx = pytest.importorskip("networkx")
+    n = 12
+    edges = grid_edges(n, 8)
+    order = np.argsort(edges[:, 0], kind="stable")
+    ptr = np.r_[0, np.cumsum(np.bincount(edges[:, 0], minlength=n * n))]
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        node_w, edge_w = rng.random(n * n) + 0.01, (rng.random(len(edges)) if seed % 2 else np.zeros(len(edges)))
+        source, target = int(rng.integers(n * n)), int(rng.integers(n * n))
+        pred, cost = dijkstra_vertex_edge(ptr, edges[order, 1], order, edge_w, node_w, source, target)
+        walked, node = node_w[source], target
+        while node != source:
+            e = pred[node]
+            walked += edge_w[e] + node_w[edges[e, 1]]
+            node = int(edges[e, 0])
+        graph = nx.DiGraph()
+        for e, (u, v) in enumerate(edges.tolist()):
+            graph.add_edge(u, v, weight=edge_w[e] + node_w[v])
+        ref = nx.dijkstra_path_length(graph, source, target) + node_w[source]
+        assert cost == pytest.approx(ref, rel=1e-12)
+        assert walked == pytest.approx(cost, rel=1e-12)
+
+
 def test_viterbi_matches_brute_force():
     rng = np.random.default_rng(14)
     n, base = 2, 10

@@ -131,14 +131,23 @@ def bench_dijkstra(n: int, rng) -> dict:
     node_w = rng.random(n * n) + 0.01
     edge_w = np.zeros(len(edges))
     dijkstra_vertex_edge(ptr, heads, eids, edge_w, node_w, 0, n * n - 1)
-    (_, cost), ours, _ = _timed(lambda: dijkstra_vertex_edge(ptr, heads, eids, edge_w, node_w, 0, n * n - 1), repeat=5)
+    # One call takes ~0.1 ms, near the noise of a single CPU-clock reading: time 100 calls, report per call.
+    calls = 100
+
+    def many():
+        for _ in range(calls):
+            out = dijkstra_vertex_edge(ptr, heads, eids, edge_w, node_w, 0, n * n - 1)
+        return out
+
+    (_, cost), ours, _ = _timed(many, repeat=5)
+    ours /= calls
     try:
         import networkx as nx
     except ImportError:
         return _row("dijkstra_grid", f"{n}x{n}", ours, None)
     graph = nx.DiGraph()
     graph.add_weighted_edges_from((int(u), int(v), float(node_w[v])) for u, v in edges)
-    path, ref, _ = _timed(lambda: nx.dijkstra_path(graph, 0, n * n - 1), repeat=5)
+    path, ref, _ = _timed(lambda: nx.dijkstra_path(graph, 0, n * n - 1), repeat=15)
     ref_cost = node_w[0] + sum(node_w[v] for v in path[1:])
     return _row("dijkstra_grid", f"{n}x{n}", ours, ref, float(abs(ref_cost - cost)))
 

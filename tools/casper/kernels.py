@@ -37,40 +37,38 @@ def sparsemax_segments(theta, ptr):
     return out
 
 
+# An indexed binary heap (pos[v] = slot of v, -1 never queued, -2 settled): a relaxation lowers v's
+# key in place, so the heap never holds more than one entry per node and never pops stale ones.
 @njit(cache=True)
-def _heap_push(heap_key, heap_node, size, key, node):
-    i = size
-    heap_key[i] = key
-    heap_node[i] = node
+def _sift_up(key, node, pos, i):
+    k, v = key[i], node[i]
     while i > 0:
-        parent = (i - 1) // 2
-        if heap_key[parent] <= heap_key[i]:
+        parent = (i - 1) >> 1
+        if key[parent] <= k:
             break
-        heap_key[parent], heap_key[i] = heap_key[i], heap_key[parent]
-        heap_node[parent], heap_node[i] = heap_node[i], heap_node[parent]
+        key[i], node[i] = key[parent], node[parent]
+        pos[node[i]] = i
         i = parent
-    return size + 1
+    key[i], node[i] = k, v
+    pos[v] = i
 
 
 @njit(cache=True)
-def _heap_pop(heap_key, heap_node, size):
-    key, node = heap_key[0], heap_node[0]
-    size -= 1
-    heap_key[0] = heap_key[size]
-    heap_node[0] = heap_node[size]
-    i = 0
+def _sift_down(key, node, pos, size, i):
+    k, v = key[i], node[i]
     while True:
-        left, right, smallest = 2 * i + 1, 2 * i + 2, i
-        if left < size and heap_key[left] < heap_key[smallest]:
-            smallest = left
-        if right < size and heap_key[right] < heap_key[smallest]:
-            smallest = right
-        if smallest == i:
+        child = 2 * i + 1
+        if child >= size:
             break
-        heap_key[smallest], heap_key[i] = heap_key[i], heap_key[smallest]
-        heap_node[smallest], heap_node[i] = heap_node[i], heap_node[smallest]
-        i = smallest
-    return key, node, size
+        if child + 1 < size and key[child + 1] < key[child]:
+            child += 1
+        if key[child] >= k:
+            break
+        key[i], node[i] = key[child], node[child]
+        pos[node[i]] = i
+        i = child
+    key[i], node[i] = k, v
+    pos[v] = i
 
 
 @njit(cache=True)
@@ -83,28 +81,36 @@ def dijkstra_vertex_edge(indptr, heads, edge_ids, edge_w, node_w, source, target
     n = indptr.shape[0] - 1
     dist = np.full(n, np.inf)
     pred = np.full(n, -1, dtype=np.int64)
-    done = np.zeros(n, dtype=np.bool_)
-    capacity = heads.shape[0] + 1
-    heap_key = np.empty(capacity)
-    heap_node = np.empty(capacity, dtype=np.int64)
+    pos = np.full(n, -1, dtype=np.int64)
+    key = np.empty(n)
+    node = np.empty(n, dtype=np.int64)
     dist[source] = node_w[source]
-    size = _heap_push(heap_key, heap_node, 0, dist[source], source)
+    key[0], node[0], pos[source] = dist[source], source, 0
+    size = 1
     while size > 0:
-        key, u, size = _heap_pop(heap_key, heap_node, size)
-        if done[u]:
-            continue
-        done[u] = True
+        u, du = node[0], key[0]
+        pos[u] = -2
+        size -= 1
+        if size > 0:
+            key[0], node[0] = key[size], node[size]
+            _sift_down(key, node, pos, size, 0)
         if u == target:
             break
         for k in range(indptr[u], indptr[u + 1]):
             v = heads[k]
-            if done[v]:
+            slot = pos[v]
+            if slot == -2:
                 continue
-            candidate = key + edge_w[edge_ids[k]] + node_w[v]
+            candidate = du + edge_w[edge_ids[k]] + node_w[v]
             if candidate < dist[v]:
                 dist[v] = candidate
                 pred[v] = edge_ids[k]
-                size = _heap_push(heap_key, heap_node, size, candidate, v)
+                if slot == -1:  # first time reached: append, then restore the heap order
+                    slot = size
+                    node[slot] = v
+                    size += 1
+                key[slot] = candidate
+                _sift_up(key, node, pos, slot)
     return pred, dist[target]
 
 
