@@ -194,8 +194,6 @@ def fit_cmd(
     from methodkit.core import io
     from methodkit.core.errors import RunFailure, UsageError
     from methodkit.tools.irt import data as data_mod
-    from methodkit.tools.irt import estimators
-    from methodkit.tools.irt.result import TimeBudget
 
     paths = {}
     if out_dir:
@@ -214,6 +212,10 @@ def fit_cmd(
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)
     for message in screen.warnings:
         warn(run.tool, message)
+    # the estimators (Numba, SciPy) are imported only once the data passed the checks: bad input fails fast
+    from methodkit.tools.irt import estimators
+    from methodkit.tools.irt.result import TimeBudget
+
     device = run.device() if method in ("mml", "vi", "psn") else "cpu"
     options = dict(
         n_nodes=quadrature,

@@ -226,3 +226,12 @@ def test_bulk_ess_with_an_odd_number_of_draws():
     old = diagnostics.ess(diagnostics._rank_normalise(diagnostics._split(even)).reshape(even.shape))
     assert np.allclose(diagnostics.bulk_ess(even), old)  # same split chains, only their order differs
     assert np.all(np.abs(diagnostics.bulk_ess(rng.standard_normal((4, 2001, 2))) / 8000 - 1) < 0.15)
+
+
+def test_average_ranks_match_scipy_with_the_ties_of_rejected_proposals():
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    chain = np.repeat(rng.standard_normal((40, 5)), rng.integers(1, 6, 40), axis=0)  # MH: runs of repeats
+    for x in (chain, rng.integers(0, 3, (50, 4)).astype(float), np.zeros((7, 2)), rng.standard_normal((9, 3))):
+        assert np.array_equal(diagnostics.average_ranks(x), stats.rankdata(x, axis=0))
