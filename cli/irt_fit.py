@@ -389,11 +389,18 @@ def _reorder(est, order_r, order_c):
 )
 @common_options("output", "format", "seed", "threads", "meta", "force", "quiet", "verbose")
 def bench_cmd(n_models, n_items, girth_items, only, **_):
-    """Time our estimators against girth / python mirt / NumPy twins: case, size, ours_s, ref_s, ratio."""
+    """Time our estimators against girth / python mirt / NumPy twins: case, size, ours_s, ref_s, ratio.
+
+    Times are CPU seconds of the process (all threads); `-j 1` runs every library on one thread.
+    """
+    import os
+
     import pandas as pd
 
     run = Run.from_context()
-    run.threads()  # before Numba is imported
+    n_threads = run.threads()  # before Numba is imported
+    if n_threads:
+        os.environ.setdefault("RAYON_NUM_THREADS", str(n_threads))  # python mirt's Rust pool
 
     from methodkit.tools.irt import benchmark
 
@@ -404,6 +411,7 @@ def bench_cmd(n_models, n_items, girth_items, only, **_):
             girth_items=girth_items,
             seed=run.seed,
             which=only or ("mml", "mcmc", "vi", "psn"),
+            threads=n_threads,
             callback=callback,
         )
     run.emit_table(pd.DataFrame(rows, columns=["case", "size", "ours_s", "ref_s", "ratio", "note"]))
