@@ -2,12 +2,15 @@
 
 Sources (all rows share the acceptance grid's cell keys and seed, so they are runs of that grid):
 - bench/irt_grid_coverage_runs.jsonl: VI and MCMC at N in {25, 50}, 4 shapes, reps 0..R (final code);
+- bench/irt_grid_reps_mml_psn_runs.jsonl (session 4): MML and PSN at N in {25, 500}, reps 0-2 as far as the
+  session got (MML's only change since is speed: the E-step's zeroed subnormal weights, same optimum);
 - bench/irt_grid_acceptance_strat_runs.jsonl: MML and VI at N in {25, 500}, 4 shapes (final code);
 - bench/irt_grid_acceptance_runs.jsonl (earlier sessions): only the MCMC rows at N in {100, 500} (run on
   65b00df; mcmc.py and kernels.py are unchanged since) and the PSN rows (psn.py and the simulator are
   unchanged since the first session). Its MML and VI rows are left out (both estimators changed since).
 Writes the combined rows and the `irt-sim sweep --report` markdown of them.
 Usage: python bench/irt_acceptance_combine.py OUT.jsonl OUT.md
+(session 4: bench/irt_grid_acceptance4_runs.jsonl bench/irt_grid_acceptance4_summary.md)
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ def main() -> int:
 
     out_jsonl, out_md = sys.argv[1], sys.argv[2]
     rows, seen = [], set()
-    for path in ("bench/irt_grid_coverage_runs.jsonl", "bench/irt_grid_acceptance_strat_runs.jsonl"):
+    for path in (
+        "bench/irt_grid_coverage_runs.jsonl",
+        "bench/irt_grid_reps_mml_psn_runs.jsonl",
+        "bench/irt_grid_acceptance_strat_runs.jsonl",
+    ):
         for r in _rows(path):
             if r["key"] not in seen:
                 seen.add(r["key"])

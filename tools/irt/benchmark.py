@@ -2,7 +2,9 @@
 
 MML-EM vs girth's twopl_mml and the Rust-backed python `mirt` (when installed), with the
 parameter agreement; the MCMC Numba half-sweeps vs their vectorised NumPy twins per iteration;
-VI and PSN throughput in observed cells per second.
+VI and PSN throughput in observed cells per second. Times are CPU seconds of this process (all
+its threads, so `threads=1` is the one-thread comparison): wall time on a shared machine measures
+the other jobs.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from methodkit.tools.irt.simulate import DrawSpec, draw
 
 
 def _timed(f, *args, **kwargs):
-    start = time.perf_counter()
+    """(CPU seconds of this process, result)."""
+    start = time.process_time()
     out = f(*args, **kwargs)
-    return time.perf_counter() - start, out
+    return time.process_time() - start, out
 
 
 def _corr(x, y):
@@ -48,9 +51,21 @@ def run(
     girth_items: int | None = None,
     seed: int = 0,
     which=("mml", "mcmc", "vi", "psn"),
+    threads: int | None = None,
     callback=None,
 ) -> list[dict]:
-    """Rows: case, size, ours_s, ref_s, ratio (ref_s / ours_s), plus notes."""
+    """Rows: case, size, ours_s, ref_s, ratio (ref_s / ours_s), plus notes.
+
+    `threads` caps BLAS/OpenMP for everything timed here (ours, girth's NumPy, mirt's Rayon pool via
+    RAYON_NUM_THREADS when set before import); Numba's count is set by the caller before import.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        return _run(n_models, n_items, girth_items=girth_items, seed=seed, which=which, callback=callback)
+
+
+def _run(n_models, n_items, *, girth_items, seed, which, callback) -> list[dict]:
     rows = []
     data = draw(DrawSpec(model="2pl", profile="mmlu", n_models=n_models, n_items=n_items), seed)
     Y = data.Y

@@ -6,7 +6,6 @@ Draws are arrays (chains, draws, parameters); every function is vectorised over 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
 
 
 def _split(x: np.ndarray) -> np.ndarray:
@@ -14,11 +13,33 @@ def _split(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
 
 
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks down axis 0 of a 2-D array, ties sharing their mean rank (scipy's rankdata 'average').
+
+    Ties are the rule in Metropolis chains (a rejected proposal repeats the last draw). NumPy here
+    because importing scipy.stats costs every irt-fit process about 1.5 CPU-seconds.
+    """
+    n = x.shape[0]
+    order = np.argsort(x, axis=0, kind="stable")
+    xs = np.take_along_axis(x, order, axis=0)
+    index = np.broadcast_to(np.arange(n)[:, None], x.shape)
+    new = np.ones(x.shape, bool)
+    new[1:] = xs[1:] != xs[:-1]
+    first = np.maximum.accumulate(np.where(new, index, 0), axis=0)  # start of each tie group
+    last_mark = np.ones(x.shape, bool)
+    last_mark[:-1] = new[1:]
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(last_mark, index, n - 1), axis=0), axis=0), axis=0)
+    ranks = np.empty(x.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=0)
+    return ranks
+
+
 def _rank_normalise(x: np.ndarray) -> np.ndarray:
     """z-scores of the pooled ranks (fractional offset 3/8, Blom)."""
+    from scipy import special
+
     c, s, p = x.shape
-    flat = x.reshape(c * s, p)
-    ranks = stats.rankdata(flat, axis=0)
+    ranks = average_ranks(x.reshape(c * s, p))
     z = special.ndtri((ranks - 0.375) / (c * s + 0.25))
     return z.reshape(c, s, p)
 

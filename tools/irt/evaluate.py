@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from methodkit.core.errors import DataError, UsageError
 
@@ -62,6 +61,8 @@ def stocking_lord(est, truth_a, truth_b, truth_c, truth_theta=None, n_grid: int 
     decided from theta when the truth has it, else from the difficulties). Grid: n_grid points on
     [-4, 4] weighted by the N(0, 1) density. Starts from mean-sigma (theta) or (1, 0).
     """
+    from scipy import optimize
+
     a_hat, b_hat = np.asarray(est.a, float), np.asarray(est.b, float)
     c_hat = np.asarray(est.c, float)
     truth_a, truth_b, truth_c = (np.asarray(v, float) for v in (truth_a, truth_b, truth_c))
@@ -92,6 +93,8 @@ def stocking_lord(est, truth_a, truth_b, truth_c, truth_theta=None, n_grid: int 
 
 
 def ranking_metrics(theta_hat, theta) -> dict:
+    from scipy import stats
+
     tau = stats.kendalltau(theta_hat, theta).statistic
     rho = stats.spearmanr(theta_hat, theta).statistic
     k = min(TOP_K, len(theta))
@@ -120,6 +123,8 @@ def _coverage(low, high, truth):
 
 
 def item_metrics(est, truth_a, truth_b, truth_c, A: float, B: float, flipped: bool, model: str) -> dict:
+    from scipy import stats
+
     s = -1.0 if flipped else 1.0
     a_hat = np.asarray(est.a, float)
     b_lin = A * s * np.asarray(est.b, float) + B

@@ -31,6 +31,7 @@ SCORINGS = ("eap", "map")
 # all-wrong item has no finite ML difficulty; beyond the nodes there is no information, as girth's
 # fminbound(-6, 6)); logit c in [-12, 12].
 _LA_BOUND, _LC_BOUND = 4.0, 12.0
+_LOG_TINY = -690.0  # log of the smallest posterior weight kept (e^-690 ~ 1e-300, still a normal float)
 
 
 @dataclass
@@ -129,7 +130,10 @@ def e_step(Yf, Mf, params, nodes, log_prior, code, dtype, xp=np):
     LL = LL.astype(xp.float64) + xp.asarray(log_prior)[None, :]
     top = LL.max(axis=1, keepdims=True)
     norm = top[:, 0] + xp.log(xp.exp(LL - top).sum(axis=1))
-    W = xp.exp(LL - norm[:, None])
+    log_w = LL - norm[:, None]
+    # weights below e^-690 (~1e-300) become exact zeros: exp would give subnormal numbers, which
+    # made the count GEMMs (and the M-step) of every cycle about 5x slower on x86 (measured 18 vs 3.8 ms)
+    W = xp.exp(xp.where(log_w < _LOG_TINY, -xp.inf, log_w))
     return W, float(norm.sum())
 
 
