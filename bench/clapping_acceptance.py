@@ -1,10 +1,10 @@
 """Acceptance runs of clapping-train (issue 12, D1 charlm, D2 flights, D5 stage scaling), at CPU size.
 
-    python -P bench/clapping_acceptance.py d1|d2|d5 [--seeds 0,1,2] [--out FILE.jsonl]
+    python -P bench/clapping_acceptance.py d1|d2|d5 [--seeds 0,1,2] [--lr LR] [--out FILE.jsonl]
 
 Runs the in-process simulator (the gloo processes give bit-identical numbers, a test), one torch
 and one Numba thread, and appends one JSON line per run (config, val loss/metric, bytes, process
-CPU seconds) to --out; prints `experiment algo reuse stages seed val_loss metric bytes cpu_s`.
+CPU seconds) to --out; prints `experiment algo reuse stages seed lr val_loss metric bytes cpu_s`.
 Sizes (smaller than the issue's so the three fit ~30 CPU-minutes on the shared 2-core machine):
   d1  charlm, gensim's corpus (first 60,000 characters, 890 training sequences of 64), P = 4,
       batch 32, top-k 5% both ways, R = 4: one epoch = 4 x 27 = 108 steps, lr 0.3
@@ -70,14 +70,18 @@ def main(argv=None) -> int:
     parser.add_argument("experiment", choices=["d1", "d2", "d5"])
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--out", default="bench/clapping_acceptance.jsonl")
+    parser.add_argument("--lr", type=float, help="override the experiment's learning rate")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="skip the first N runs of each seed (resume a stopped list)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     build = {"d1": d1_runs, "d2": d2_runs, "d5": d5_runs}[args.experiment]
-    print("experiment algo reuse stages seed val_loss metric bytes cpu_s", flush=True)
+    print("experiment algo reuse stages seed lr val_loss metric bytes cpu_s", flush=True)
     for seed in [int(s) for s in args.seeds.split(",")]:
         data, configs = build(seed)
-        for kw in configs:
-            cfg = pipeline.RunConfig(**kw)
+        for kw in configs[args.skip :]:
+            cfg = pipeline.RunConfig(**dict(kw, **({"lr": args.lr} if args.lr else {})))
             start = time.process_time()
             try:
                 result = pipeline.simulate(cfg, data).to_dict()
@@ -90,7 +94,7 @@ def main(argv=None) -> int:
             metric = next(iter(result.get("val_metric", {}).values()), float("nan"))
             print(
                 f"{args.experiment} {cfg.algo}{'/' + cfg.aqsgd_warm if cfg.algo == 'aqsgd' else ''} {cfg.reuse} "
-                f"{cfg.stages} {seed} {result['val_loss']:.4f} {metric:.4f} {result.get('total_bytes', 0)} {cpu:.1f}",
+                f"{cfg.stages} {seed} {cfg.lr} {result['val_loss']:.4f} {metric:.4f} {result.get('total_bytes', 0)} {cpu:.1f}",
                 flush=True,
             )
     return 0

@@ -141,3 +141,14 @@ def test_both_ends_of_every_link_agree_after_training(digits, algo):
         np.testing.assert_array_equal(low.m, up.m)
         np.testing.assert_array_equal(low.h, up.h)
         assert np.abs(low.h).sum() > 0  # the gradient reference really was fed
+
+
+def test_non_finite_activations_stop_before_reaching_a_compressor(digits):
+    from methodkit.core.errors import RunFailure
+
+    cfg = _cfg("naive", stages=2, steps=1)
+    modules, workers = _workers(cfg, digits)
+    with torch.no_grad():
+        next(modules[0].parameters())[0, 0] = float("nan")
+    with pytest.raises(RunFailure, match="non-finite activations at stage 0, step 1"):
+        workers[0].forward(0)
