@@ -62,8 +62,8 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running: a non-finite loss (all ranks stop; the last complete
-         checkpoint set is kept), a rank failed or timed out
+      1  failure while running: a non-finite loss, activation or gradient (all ranks
+         stop; the last complete checkpoint set is kept), a rank failed or timed out
       2  bad usage or bad input (stages > blocks, k >= d, bits not 1/2/4/8, missing target,
          --resume without a complete checkpoint set or with another spec)
       130  interrupted

@@ -134,6 +134,14 @@ class StageWorker:
         self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes))
         self.transport.send(payload, self.rank, dst, tag)
 
+    def _check_finite(self, x: np.ndarray, what: str, t: int) -> None:
+        """Stop before a non-finite tensor reaches a compressor (the kernels assume finite magnitudes)."""
+        if not np.isfinite(x).all():
+            raise RunFailure(
+                f"non-finite {what} at stage {self.rank}, step {t + 1} ({self.cfg.algo}, {self.cfg.compressor}); "
+                "lower --lr"
+            )
+
     def step(self, t: int) -> float | None:
         """One optimizer step of this stage (the distributed runner calls this on each rank)."""
         state = self.forward(t)
@@ -161,6 +169,7 @@ class StageWorker:
                 saved.append((x, loss / cfg.microbatches))
             else:
                 flat = out.detach().reshape(out.shape[0], -1).numpy()
+                self._check_finite(flat, "activations", t)
                 payload = self.lower[j].send_activation(flat, s, mb)
                 self._send(payload, self.rank + 1, "fwd", t, self.rank, flat.size * 4)
                 saved.append((x, out))
@@ -178,6 +187,7 @@ class StageWorker:
                 out.backward(torch.from_numpy(self.lower[j].receive_gradient(payload, s)).reshape(out.shape))
             if self.rank > 0:
                 g = x.grad.reshape(x.shape[0], -1).numpy()
+                self._check_finite(g, "gradients", t)
                 self._send(self.upper[j].send_gradient(g, s), self.rank - 1, "bwd", t, self.rank - 1, g.size * 4)
 
     def update(self, state: dict) -> float | None:

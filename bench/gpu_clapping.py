@@ -1,0 +1,130 @@
+"""clapping-train's fused compress-and-update kernels on the GPU (CuPy RawKernels) against the CPU (Numba).
+
+    python -P bench/gpu_clapping.py [--shapes 64x4096,1024x8192] [--repeat 20]
+
+Cases: top-k 5% delta update (indices, values, updated reference), 2-bit stochastic quantise+pack+update
+(codes, scales, reference) and the receiver's unpack+accumulate, all from tools/clapping/gpu_kernels.py
+against core/kernels/compress.py. Prints `case size cpu_s gpu_s ratio` (best of --repeat, CPU: one
+Numba thread, process CPU time; GPU: CUDA events around the kernel, data already on the device);
+exits 1 if any GPU result differs from the CPU result in one bit, 2 if CuPy or a CUDA device is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+
+def _cpu_time(fn, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _gpu_time(cupy, fn, repeat):
+    fn()  # compile and warm up
+    best = float("inf")
+    for _ in range(repeat):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1000.0)
+    return best
+
+
+def _shape(cupy, ck, gk, shape: str, repeat: int) -> int:
+    """Check and time one shape; return the number of mismatching cases."""
+    rows, d = (int(v) for v in shape.split("x"))
+    failures = 0
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, d)).astype(np.float32)
+    m = (a + 0.1 * rng.standard_normal((rows, d))).astype(np.float32)
+    k = max(1, int(np.ceil(0.05 * d)))
+    a_gpu = cupy.asarray(a)
+
+    # correctness on fresh copies (the timed calls below keep updating their references)
+    m_cpu, m_gpu = m.copy(), cupy.asarray(m)
+    idx, val = ck.delta_topk_update(a, m_cpu, k)
+    g_idx, g_val = gk.delta_topk_update(a_gpu, m_gpu, k)
+    same = (
+        np.array_equal(cupy.asnumpy(g_idx), idx)
+        and np.array_equal(cupy.asnumpy(g_val), val)
+        and np.array_equal(cupy.asnumpy(m_gpu), m_cpu)
+    )
+    if not same:
+        print(f"MISMATCH topk:0.05 {shape}", file=sys.stderr)
+        failures += 1
+    m_cpu, m_gpu = m.copy(), cupy.asarray(m)
+    packed, scale = ck.delta_quant_pack(a, m_cpu, 2, 7, True)
+    g_packed, g_scale = gk.delta_quant_pack(a_gpu, m_gpu, 2, 7, True)
+    out, g_out = np.zeros_like(a), cupy.zeros_like(a_gpu)
+    ck.unpack_accumulate(packed, scale, 2, d, out, True)
+    gk.unpack_accumulate(g_packed, g_scale, 2, d, g_out, True)
+    same = (
+        np.array_equal(cupy.asnumpy(g_packed), packed)
+        and np.array_equal(cupy.asnumpy(g_scale), scale)
+        and np.array_equal(cupy.asnumpy(m_gpu), m_cpu)
+        and np.array_equal(cupy.asnumpy(g_out), out)
+    )
+    if not same:
+        print(f"MISMATCH quant:2 {shape}", file=sys.stderr)
+        failures += 1
+
+    m_cpu, m_gpu = m.copy(), cupy.asarray(m)
+    cases = [
+        ("topk:0.05", lambda: ck.delta_topk_update(a, m_cpu, k), lambda: gk.delta_topk_update(a_gpu, m_gpu, k)),
+        (
+            "quant:2",
+            lambda: ck.delta_quant_pack(a, m_cpu, 2, 7, True),
+            lambda: gk.delta_quant_pack(a_gpu, m_gpu, 2, 7, True),
+        ),
+        (
+            "unpack:2",
+            lambda: ck.unpack_accumulate(packed, scale, 2, d, out, True),
+            lambda: gk.unpack_accumulate(g_packed, g_scale, 2, d, g_out, True),
+        ),
+    ]
+    for name, cpu_fn, gpu_fn in cases:
+        cpu_fn()  # Numba compile / cache load
+        cpu_s = _cpu_time(cpu_fn, repeat)
+        gpu_s = _gpu_time(cupy, gpu_fn, repeat)
+        print(f"{name} {shape} {cpu_s:.6f} {gpu_s:.6f} {cpu_s / gpu_s:.1f}", flush=True)
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default="64x4096,1024x8192")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    try:
+        import cupy
+    except ImportError:
+        print("gpu_clapping: CuPy is not installed", file=sys.stderr)
+        return 2
+    if cupy.cuda.runtime.getDeviceCount() < 1:
+        print("gpu_clapping: no CUDA device", file=sys.stderr)
+        return 2
+    from methodkit.core.kernels import compress as ck
+    from methodkit.tools.clapping import gpu_kernels as gk
+
+    print("case size cpu_s gpu_s ratio")
+    failures = sum(_shape(cupy, ck, gk, shape, args.repeat) for shape in args.shapes.split(","))
+    if failures:
+        print(f"gpu_clapping: {failures} case(s) differ from the CPU result", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
