@@ -99,6 +99,12 @@ def _topk_row(a, m, k, idx, val, sample_stride):
         count = _gather_at_least(a, m, floor, magnitudes, columns)
     if count < k or count > 4 * k:
         count = _gather_at_least(a, m, np.float32(0.0), magnitudes, columns)
+    if count < k:  # only NaN fails |x| >= 0: fewer than k finite entries, so NaN fills the row up to k
+        for c in range(d):
+            v = abs(a[c] - m[c])
+            magnitudes[c] = v if v == v else np.inf
+            columns[c] = c
+        count = d
     candidates = magnitudes[:count]
     threshold = _kth_largest(candidates.copy(), k)
     ties_left = k - np.sum(candidates > threshold)  # entries equal to the threshold that still fit

@@ -137,3 +137,22 @@ def test_sampled_topk_equals_a_full_sort(case):
     expected_m = m.copy()
     np.put_along_axis(expected_m, want_idx, np.take_along_axis(a, want_idx, axis=1), axis=1)
     np.testing.assert_allclose(m_after, expected_m, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("width", [300, 4096])  # the full-row path and the sampled-floor path
+def test_topk_writes_exactly_k_valid_columns_when_a_row_has_nan(width):
+    # NaN magnitudes used to fail every comparison, so fewer than k entries passed and the
+    # receiver scattered through uninitialised indices. Now NaN entries are passed over while k
+    # finite ones exist, and fill the row up when fewer do: exactly k valid columns every time.
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, width)).astype(np.float32)
+    a[0, [5, 17]] = np.nan
+    a[1, :] = np.nan
+    k = 40
+    idx, val = ck.delta_topk_update(a, np.zeros_like(a), k)
+    for r in range(3):
+        assert len(set(idx[r].tolist())) == k and idx[r].min() >= 0 and idx[r].max() < width
+        assert np.all(np.diff(idx[r]) > 0)
+    for r in (0, 2):
+        magnitude = np.nan_to_num(np.abs(a[r]), nan=-1.0)
+        assert set(idx[r].tolist()) == set(np.argsort(-magnitude, kind="stable")[:k].tolist())
