@@ -25,11 +25,12 @@ def main() -> None:
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--data", default=str(DATA))
     parser.add_argument("--params-dir", default=None, help="write each experiment's fitted params CSV here")
+    parser.add_argument("--experiments", default="1,2", help="which experiments, e.g. 2 (run them in parallel)")
     args = parser.parse_args()
     from methodkit.tools.cbf import analyze, data, fit, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    for exp in (1, 2):
+    for exp in [int(e) for e in args.experiments.split(",")]:
         path = Path(args.data) / f"experiment{exp}" / "data.mat"
         if not path.exists():
             print(json.dumps({"experiment": exp, "skipped": f"{path} not found"}))

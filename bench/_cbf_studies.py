@@ -104,20 +104,23 @@ def rt(args) -> dict:
         amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
         table = analyze.rt_regression(sim.cohort, amb.arrays["ambiguity"]).table
         beta = table["b_amb"].dropna().to_numpy()
-        return stats.ttest_1samp(beta, 0.0), float(np.mean(beta))
+        return stats.ttest_1samp(beta, 0.0), float(np.mean(beta)), analyze.sign_test(beta)["p"]
 
     out: dict = {"study": "rt", "n": args.n}
     if not args.skip_power:
-        test, mean = group(args.n, 0.05, 1000)
+        test, mean, sign_p = group(args.n, 0.05, 1000)
         out["power_b0.05"] = {
             "mean_b_amb": round(mean, 4),
             "t": round(float(test.statistic), 2),
             "p": float(test.pvalue),
+            "sign_test_p": sign_p,
         }
         print(json.dumps(out), flush=True)
     start = time.perf_counter()
-    pvals = [group(args.n, 0.0, args.fp_seed + 10 * g)[0].pvalue for g in range(args.groups)]
-    pvals = np.array(pvals)
+    groups = [group(args.n, 0.0, args.fp_seed + 10 * g) for g in range(args.groups)]
+    pvals = np.array([g[0].pvalue for g in groups])
+    tstats = np.array([g[0].statistic for g in groups])
+    sign = np.array([g[2] for g in groups])
     hits = int((pvals < 0.05).sum())
     out["false_positive"] = {
         "groups": args.groups,
@@ -125,6 +128,8 @@ def rt(args) -> dict:
         "binomial_p_vs_.05": float(stats.binomtest(hits, args.groups, 0.05, alternative="greater").pvalue),
         "rate_p<.05": float((pvals < 0.05).mean()),
         "rate_p<.001": float((pvals < 0.001).mean()),
+        "var_t (1.01 if calibrated)": round(float(tstats.var()), 3),
+        "sign_test_rate_p<.05": float((sign < 0.05).mean()),
         "seconds": round(time.perf_counter() - start, 1),
     }
     return out

@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--paper-evaluations", type=int, default=10, help="evaluations timed of the paper protocol")
     parser.add_argument("--pf-repeats", type=int, default=7, help="interleaved rounds of the PF timings (best kept)")
     parser.add_argument("--skip-torch", action="store_true", help="skip the (slow) torch autograd reference row")
+    parser.add_argument("--pf-only", action="store_true", help="stop after the particle-filter rows")
     args = parser.parse_args()
     import numba
     import torch
@@ -197,6 +198,8 @@ def main() -> None:
         rows.append((f"pf_p10000_vs_numpy[{ours}]", "1x200", best[ours], best["numpy"]))
         if args.anchor:
             rows.append((f"pf_p10000_vs_anchor[{ours}]", "1x200", best[ours], best["anchor"]))
+    if args.pf_only:
+        return
 
     fit.run(cohort.subset([0]), fit.FitOptions(restarts=1, max_iter=2))  # compile outside the timing
     cbf_per = _time(lambda: fit.run(cohort, fit.FitOptions()), warm=False) / n

@@ -69,3 +69,11 @@ def test_rt_regression_finds_a_planted_ambiguity_effect_and_not_a_null_one():
     c.rt_ms = np.exp(8.4 + rng.normal(0, 0.1, amb.shape))
     null = analyze.rt_regression(c, amb)
     assert abs(null.table["b_amb"].mean()) < 0.01
+
+
+def test_sign_test_is_the_exact_binomial_on_nonzero_finite_values():
+    values = np.array([0.3, -0.1, 0.2, 0.5, np.nan, 0.0, 0.4, 0.1, 0.2, -0.3])
+    out = analyze.sign_test(values)
+    assert out["n"] == 8 and out["n_positive"] == 6
+    assert np.isclose(out["p"], stats.binomtest(6, 8, 0.5).pvalue)
+    assert analyze.sign_test(np.array([np.nan]))["p"] is None

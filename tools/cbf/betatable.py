@@ -37,35 +37,45 @@ def _quantile_and_slope(a: float, u: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def _hermite(u: np.ndarray, q: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """Coefficients [c0, c1, c2, c3] of y = c0 + t (c1 + t (c2 + t c3)), t in [0, 1) across each cell, from
-    values q and slopes d = dy/du at the cell edges u."""
-    h = np.diff(u)
-    q0, q1 = q[:-1], q[1:]
-    hd0, hd1 = h * d[:-1], h * d[1:]
-    return np.stack([q0, hd0, 3.0 * (q1 - q0) - 2.0 * hd0 - hd1, 2.0 * (q0 - q1) + hd0 + hd1], axis=1)
+    """Coefficients [..., cell, 4] of y = c0 + t (c1 + t (c2 + t c3)), t in [0, 1) across each cell, from
+    values q and slopes d = dy/du at the cell edges u (cells run along the last axis)."""
+    h = np.diff(u, axis=-1)
+    q0, q1 = q[..., :-1], q[..., 1:]
+    hd0, hd1 = h * d[..., :-1], h * d[..., 1:]
+    return np.stack([q0, hd0, 3.0 * (q1 - q0) - 2.0 * hd0 - hd1, 2.0 * (q0 - q1) + hd0 + hd1], axis=-1)
 
 
 def _cells(u: np.ndarray, q: np.ndarray, d: np.ndarray) -> np.ndarray:
     """Q's cubic (columns 0-3) and log Q's cubic (columns 4-7; slope dQ/du / Q) per cell."""
-    return np.concatenate([_hermite(u, q, d), _hermite(u, np.log(q), d / q)], axis=1)
+    return np.concatenate([_hermite(u, q, d), _hermite(u, np.log(q), d / q)], axis=-1)
+
+
+def _edges() -> tuple[np.ndarray, np.ndarray]:
+    """Cell edges: the uniform region's [UNIFORM_CELLS - FIRST_UNIFORM + 1] and the octaves' [OCTAVES,
+    OCTAVE_CELLS + 1] (octave o spans [2^(e-1), 2^e), e = TOP_EXPONENT - o)."""
+    uniform = np.arange(FIRST_UNIFORM, UNIFORM_CELLS + 1) / UNIFORM_CELLS
+    e = TOP_EXPONENT - np.arange(OCTAVES)[:, None]
+    octaves = 2.0 ** (e - 1.0) * (1.0 + np.arange(OCTAVE_CELLS + 1) / OCTAVE_CELLS)
+    return uniform, octaves
+
+
+_UNIFORM_EDGES, _OCTAVE_EDGES = _edges()
 
 
 def beta_half_table(a: float) -> np.ndarray:
     """[N_CELLS, 8] cubic coefficients of Beta(a, 1/2)'s quantile Q (columns 0-3) and of log Q (4-7, for the
     filters' log-variance signals): rows 0..1023 the uniform cells (rows below FIRST_UNIFORM unused), then
-    OCTAVE_CELLS rows per octave, e = -6 first."""
+    OCTAVE_CELLS rows per octave, e = -6 first. Every edge goes through scipy in one call: a filter call
+    builds its tables each time, so their cost counts (one call per octave cost 4x as much)."""
     if not a >= MIN_SHAPE:
         raise ValueError(f"Beta shape {a} below the tabulated range (>= {MIN_SHAPE})")
+    n_uniform = _UNIFORM_EDGES.size
+    q, d = _quantile_and_slope(a, np.concatenate([_UNIFORM_EDGES, _OCTAVE_EDGES.ravel()]))
     table = np.zeros((N_CELLS, 8))
-    u = np.arange(FIRST_UNIFORM, UNIFORM_CELLS + 1) / UNIFORM_CELLS
-    q, d = _quantile_and_slope(a, u)
-    table[FIRST_UNIFORM:UNIFORM_CELLS] = _cells(u, q, d)
-    for o in range(OCTAVES):
-        e = TOP_EXPONENT - o
-        u = 2.0 ** (e - 1) * (1.0 + np.arange(OCTAVE_CELLS + 1) / OCTAVE_CELLS)
-        q, d = _quantile_and_slope(a, u)
-        start = UNIFORM_CELLS + o * OCTAVE_CELLS
-        table[start : start + OCTAVE_CELLS] = _cells(u, q, d)
+    table[FIRST_UNIFORM:UNIFORM_CELLS] = _cells(_UNIFORM_EDGES, q[:n_uniform], d[:n_uniform])
+    shape = _OCTAVE_EDGES.shape
+    octaves = _cells(_OCTAVE_EDGES, q[n_uniform:].reshape(shape), d[n_uniform:].reshape(shape))
+    table[UNIFORM_CELLS:] = octaves.reshape(OCTAVES * OCTAVE_CELLS, 8)
     return table
 
 

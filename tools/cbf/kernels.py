@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 LOG_2PI = math.log(2.0 * math.pi)
 PF_BETA, PF_HPL = 0, 1
@@ -387,34 +389,47 @@ def fill_uniform(counter, out):
     counter[0] = base + np.uint64(out.shape[0]) * _GOLDEN
 
 
+@intrinsic
+def _bits_as_float64(typingctx, bits):
+    """The float64 whose bit pattern is the int64 `bits` (an LLVM bitcast: unlike an array view it stays
+    inside a loop body, so the loop still vectorises)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@njit(cache=True, inline="always")
+def exp1_nonpositive(x):
+    """exp(x) for x <= 0, branch-free: x = k log 2 + r, |r| <= log(2)/2, degree-12 Taylor series of exp(r)
+    (truncation < 4e-16) times 2^k built in the exponent bits. x < -708 is read as -708 (exp(-708) ~ 3e-308
+    instead of a smaller number or 0). Inlined into a fastmath loop, numba applies the caller's
+    reassociation, which merges the two-part log 2 (Cody-Waite) constant: the relative error then grows to
+    ~3.4e-17 |x| (2.4e-14 at x = -707)."""
+    y = max(x, -708.0)
+    k = math.floor(y * _LOG2E + 0.5)
+    r = (y - k * _LN2_HI) - k * _LN2_LO
+    e = 1.0 / 479001600.0
+    e = 1.0 / 39916800.0 + r * e
+    e = 1.0 / 3628800.0 + r * e
+    e = 1.0 / 362880.0 + r * e
+    e = 1.0 / 40320.0 + r * e
+    e = 1.0 / 5040.0 + r * e
+    e = 1.0 / 720.0 + r * e
+    e = 1.0 / 120.0 + r * e
+    e = 1.0 / 24.0 + r * e
+    e = 1.0 / 6.0 + r * e
+    e = 0.5 + r * e
+    e = 1.0 + r * e
+    return (1.0 + r * e) * _bits_as_float64((np.int64(k) + _EXP_BIAS) << 52)
+
+
 @njit(cache=True)
-def exp_nonpositive(x, out, bits):
-    """out[p] = exp(x[p]) for x <= 0, vectorised: x = k log 2 + r, |r| <= log(2)/2, degree-12 Taylor series of
-    exp(r) (truncation < 4e-16) times 2^k built in the exponent bits. x < -708 is read as -708
-    (exp(-708) ~ 3e-308 instead of a smaller number or 0). `bits` is int64 scratch of x's length.
-    Compiled inside pf_filter, numba applies the caller's reassociation, which merges the two-part log 2
-    (Cody-Waite) constant: the relative error then grows to ~3.4e-17 |x| (2.4e-14 at x = -707)."""
+def exp_nonpositive(x, out):
+    """out[p] = exp1_nonpositive(x[p]) (tests; the filter inlines the scalar form into its fused pass)."""
     for p in range(x.shape[0]):
-        y = max(x[p], -708.0)
-        k = math.floor(y * _LOG2E + 0.5)
-        r = (y - k * _LN2_HI) - k * _LN2_LO
-        e = 1.0 / 479001600.0
-        e = 1.0 / 39916800.0 + r * e
-        e = 1.0 / 3628800.0 + r * e
-        e = 1.0 / 362880.0 + r * e
-        e = 1.0 / 40320.0 + r * e
-        e = 1.0 / 5040.0 + r * e
-        e = 1.0 / 720.0 + r * e
-        e = 1.0 / 120.0 + r * e
-        e = 1.0 / 24.0 + r * e
-        e = 1.0 / 6.0 + r * e
-        e = 0.5 + r * e
-        e = 1.0 + r * e
-        out[p] = 1.0 + r * e
-        bits[p] = (np.int64(k) + _EXP_BIAS) << 52
-    scale = bits.view(np.float64)
-    for p in range(x.shape[0]):
-        out[p] *= scale[p]
+        out[p] = exp1_nonpositive(x[p])
 
 
 @njit(cache=True)
@@ -509,7 +524,6 @@ def pf_filter(
         half = np.empty(P)  # -q/2, q = squared standardised prediction error
         scale = np.empty(P)
         ubuf = np.empty(P)
-        bits = np.empty(P, dtype=np.int64)
         v2 = np.empty(P)  # spare buffers: resampling gathers into them, then the names swap
         sv2 = np.empty(P)
         m2 = np.empty(P)
@@ -583,7 +597,7 @@ def pf_filter(
                     vol_mean[s, r, b, t] = np.nan
                     sto_mean[s, r, b, t] = np.nan
                     ambiguity[s, r, b, t] = np.nan
-                # prediction from the current weights, then each particle's likelihood terms and Kalman update
+                # the prediction from the current weights, then each particle's Kalman update and likelihood terms
                 mu = 0.0
                 best = np.inf
                 for p in range(P):
@@ -602,14 +616,13 @@ def pf_filter(
                 pred_mean[s, r, b, t] = mu * inv_total
                 if 0.5 * best > 745.0:
                     n_collapse += 1  # exp(-q/2) underflows for every particle; the shift below keeps the weights
-                if 0.5 * best > 700.0:  # shift by the best particle (log-sum-exp) only when exp would underflow
-                    for p in range(P):
-                        half[p] += 0.5 * best
-                exp_nonpositive(half, nw, bits)
+                # shift by the best particle (log-sum-exp) only where exp would underflow
+                shift = 0.5 * best if 0.5 * best > 700.0 else 0.0
+                # new unnormalised weights wt exp(-q/2) / sqrt(pv + s), their sum and sum of squares, in one pass
                 acc = 0.0
                 acc2 = 0.0
                 for p in range(P):
-                    x = wt[p] * nw[p] * scale[p]
+                    x = wt[p] * exp1_nonpositive(half[p] + shift) * scale[p]
                     nw[p] = x
                     acc += x
                     acc2 += x * x
