@@ -610,36 +610,13 @@ def ssd_scan_forward(x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate):
     return y
 
 
-@njit(cache=True, fastmath=True, inline="always")
-def _ssd_grad_row(n, gr, ur, du, carry, du_carry, s_now, dy, x_t, gx, bm_t, cm_t, gm, grad_bm_t, grad_cm_t, zero):
-    """Row n at step t: G_t (into gr), d C_t, u_t (into ur), du_t, d B_t, d x_t; returns <G_t, u_t>'s share."""
-    rank, width = x_t.shape
-    gr[:] = carry[n]
-    for r in range(rank):
-        coef = cm_t[r, n]
-        acc = zero
-        for p in range(width):
-            gr[p] += coef * dy[r, p]
-            acc += s_now[n, p] * dy[r, p]
-        grad_cm_t[r, n] += acc
-    _input_row(ur, bm_t, x_t, n)
-    acc_g = zero
-    for p in range(width):
-        du[p] = gm * gr[p] + du_carry[n, p]
-        acc_g += gr[p] * ur[p]
-    for r in range(rank):
-        coef = bm_t[r, n]
-        acc = zero
-        for p in range(width):
-            acc += du[p] * x_t[r, p]
-            gx[r, p] += coef * du[p]
-        grad_bm_t[r, n] += acc
-    return acc_g
-
-
 @njit(cache=True, fastmath=True)
 def _ssd_backward_row(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate, grads):
-    """One batch row of ssd_scan_backward, its heads in turn (they share B and C, so d bm and d cm add up)."""
+    """One batch row of ssd_scan_backward, its heads in turn (they share B and C, so d bm and d cm add up).
+
+    Two state rows per pass over the P columns, every product of a pass fused (the loop is bound by
+    passes over the state, not by arithmetic); u_{t-1}, needed for d beta and the carried state, is
+    kept as the next step's u_t."""
     grad_x, grad_bm, grad_cm, grad_decay, grad_beta, grad_gamma, grad_angle = grads
     n_heads, n_steps, rank, width = x.shape
     n_state = bm.shape[2]
@@ -648,10 +625,11 @@ def _ssd_backward_row(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, r
     uprev = np.empty((n_state, width), dtype=dt)
     carry = np.empty((n_state, width), dtype=dt)  # a_{t+1} Gc_{t+1}
     du_carry = np.empty((n_state, width), dtype=dt)  # beta_{t+1} Gc_{t+1}
+    u_now = np.empty((n_state, width), dtype=dt)  # u_t
+    u_before = np.empty((n_state, width), dtype=dt)  # u_{t-1}
     y_scratch = np.empty((rank, width), dtype=dt)
     g0, g1 = np.empty(width, dtype=dt), np.empty(width, dtype=dt)
-    u0, u1 = np.empty(width, dtype=dt), np.empty(width, dtype=dt)
-    du = np.empty(width, dtype=dt)
+    du0, du1 = np.empty(width, dtype=dt), np.empty(width, dtype=dt)
     zero = np.zeros(1, dtype=dt)[0]  # accumulate in the data's precision
     for h in range(n_heads):
         states[0] = 0.0
@@ -661,8 +639,10 @@ def _ssd_backward_row(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, r
             states[t + 1] = states[t]
             _ssd_forward_step(
                 states[t + 1], uprev, bm[t], xh[t], cm[t], y_scratch,
-                decay[h, t], beta[h, t], gamma[h, t], angle[h, t], trapezoid, rotate, u0, u1,
+                decay[h, t], beta[h, t], gamma[h, t], angle[h, t], trapezoid, rotate, g0, g1,
             )  # fmt: skip
+        for n in range(n_state):
+            _input_row(u_now[n], bm[n_steps - 1], xh[n_steps - 1], n)
         carry[:] = 0.0
         du_carry[:] = 0.0
         for t in range(n_steps - 1, -1, -1):
@@ -671,39 +651,58 @@ def _ssd_backward_row(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, r
             gx[:] = 0.0
             acc_g, acc_a, acc_b = zero, zero, zero
             for i in range(n_state // 2):
-                acc_g += _ssd_grad_row(2 * i, g0, u0, du, carry, du_carry, s_now, dy, x_t, gx, bm[t], cm[t], gm,
-                                       grad_bm[t], grad_cm[t], zero)  # fmt: skip
-                acc_g += _ssd_grad_row(2 * i + 1, g1, u1, du, carry, du_carry, s_now, dy, x_t, gx, bm[t], cm[t], gm,
-                                       grad_bm[t], grad_cm[t], zero)  # fmt: skip
-                if rotate:  # G_t -> Gc_t
-                    _turn(g0, g1, np.cos(angle[h, t, i]), -np.sin(angle[h, t, i]))
-                if t > 0:  # d decay, d beta, d angle need the carried state c_t = a S_{t-1} + beta u_{t-1}
-                    n0, n1 = 2 * i, 2 * i + 1
-                    if trapezoid:
-                        _input_row(u0, bm[t - 1], xh[t - 1], n0)
-                        _input_row(u1, bm[t - 1], xh[t - 1], n1)
-                        for p in range(width):
-                            acc_b += g0[p] * u0[p] + g1[p] * u1[p]
+                n0, n1 = 2 * i, 2 * i + 1
+                g0[:] = carry[n0]
+                g1[:] = carry[n1]
+                sn0, sn1 = s_now[n0], s_now[n1]
+                for r in range(rank):  # G_t = carry + C_t dy_t^T; d C_t = S_t dy_t
+                    c0, c1, dyr = cm[t, r, n0], cm[t, r, n1], dy[r]
+                    acc0, acc1 = zero, zero
                     for p in range(width):
-                        acc_a += g0[p] * s_prev[n0, p] + g1[p] * s_prev[n1, p]
-                    if rotate:
-                        acc = zero
-                        for p in range(width):
-                            c0 = a * s_prev[n0, p]
-                            c1 = a * s_prev[n1, p]
-                            if trapezoid:
-                                c0 += bt * u0[p]
-                                c1 += bt * u1[p]
-                            acc += g1[p] * c0 - g0[p] * c1
-                        grad_angle[h, t, i] = acc
-                for p in range(width):
-                    carry[2 * i, p] = a * g0[p]
-                    carry[2 * i + 1, p] = a * g1[p]
-                    du_carry[2 * i, p] = bt * g0[p]
-                    du_carry[2 * i + 1, p] = bt * g1[p]
+                        g0[p] += c0 * dyr[p]
+                        g1[p] += c1 * dyr[p]
+                        acc0 += sn0[p] * dyr[p]
+                        acc1 += sn1[p] * dyr[p]
+                    grad_cm[t, r, n0] += acc0
+                    grad_cm[t, r, n1] += acc1
+                un0, un1, dc0, dc1 = u_now[n0], u_now[n1], du_carry[n0], du_carry[n1]
+                for p in range(width):  # du_t = gamma G_t + beta_{t+1} Gc_{t+1}; d gamma = <G_t, u_t>
+                    du0[p] = gm * g0[p] + dc0[p]
+                    du1[p] = gm * g1[p] + dc1[p]
+                    acc_g += g0[p] * un0[p] + g1[p] * un1[p]
+                for r in range(rank):  # d B_t = du_t x_t; d x_t = du_t^T B_t
+                    b0, b1, xr, gxr = bm[t, r, n0], bm[t, r, n1], x_t[r], gx[r]
+                    acc0, acc1 = zero, zero
+                    for p in range(width):
+                        acc0 += du0[p] * xr[p]
+                        acc1 += du1[p] * xr[p]
+                        gxr[p] += b0 * du0[p] + b1 * du1[p]
+                    grad_bm[t, r, n0] += acc0
+                    grad_bm[t, r, n1] += acc1
+                if t == 0:  # nothing is carried into the first step (S_{-1} = 0, u_{-1} = 0)
+                    continue
+                up0, up1 = u_before[n0], u_before[n1]
+                _input_row(up0, bm[t - 1], xh[t - 1], n0)
+                _input_row(up1, bm[t - 1], xh[t - 1], n1)
+                cos, sin = (np.cos(angle[h, t, i]), np.sin(angle[h, t, i])) if rotate else (1.0, 0.0)
+                sp0, sp1, cr0, cr1, dc0, dc1 = s_prev[n0], s_prev[n1], carry[n0], carry[n1], du_carry[n0], du_carry[n1]
+                acc_angle = zero
+                for p in range(width):  # Gc_t = Rot_t^T G_t against c_t = a S_{t-1} + beta u_{t-1}
+                    gc0 = g0[p] * cos + g1[p] * sin
+                    gc1 = g1[p] * cos - g0[p] * sin
+                    acc_a += gc0 * sp0[p] + gc1 * sp1[p]
+                    acc_b += gc0 * up0[p] + gc1 * up1[p]
+                    acc_angle += gc1 * (a * sp0[p] + bt * up0[p]) - gc0 * (a * sp1[p] + bt * up1[p])
+                    cr0[p] = a * gc0
+                    cr1[p] = a * gc1
+                    dc0[p] = bt * gc0
+                    dc1[p] = bt * gc1
+                if rotate:
+                    grad_angle[h, t, i] = acc_angle
             grad_gamma[h, t] = acc_g
-            grad_decay[h, t] = acc_a  # S_{-1} = 0 and u_{-1} = 0: nothing is carried into t = 0
+            grad_decay[h, t] = acc_a
             grad_beta[h, t] = acc_b
+            u_now, u_before = u_before, u_now
 
 
 @njit(cache=True, parallel=True)
