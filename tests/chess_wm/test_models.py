@@ -45,7 +45,7 @@ def test_chunked_equals_step_form_values_and_gradients(arch):
 def test_numba_scan_equals_step_form_values_and_gradients(arch):
     torch.manual_seed(2)
     model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
-    tokens = torch.randint(0, 20480, (3, 70))
+    tokens = torch.randint(0, 20480, (2, 70) if arch.startswith("slice") else (2, 40))  # the Mamba step loop is slow
     outs, grads = _outputs_and_grads(model, tokens, ("numba", "recurrent"))
     assert _rel(outs["numba"], outs["recurrent"]) < 1e-5
     assert _rel(grads["numba"], grads["recurrent"]) < 1e-4
