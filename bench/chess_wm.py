@@ -11,6 +11,9 @@
   the chunked kernel vs the step loop (max relative error printed after the ratio).
 - slice_*_numba_vs_chunk_fwd_bwd_cpu: the same layer, the compiled Numba scan (the CPU default) vs the
   chunked form, process CPU time of both threads (so a loaded machine does not skew it).
+- mamba*_numba_vs_chunk_fwd_bwd_cpu: one Mamba layer at the acceptance shape (B=64, T=96, d=128), the
+  compiled Numba scan (the CPU default) vs the chunked SSD form, one torch and one Numba thread, process
+  CPU time. `python bench/chess_wm.py mamba` runs only these lines.
 """
 
 from __future__ import annotations
@@ -138,15 +141,49 @@ def bench_kernels() -> None:
             )
 
 
+def bench_mamba_numba() -> None:
+    import numba
+    import torch
+
+    from methodkit.tools.chess_wm.models.mamba import Mamba3
+
+    torch.set_num_threads(1)
+    numba.set_num_threads(1)
+    torch.manual_seed(0)
+    x = torch.randn(64, 96, 128)
+    for name, layer in (("mamba3_mimo4", Mamba3(128)), ("mamba2", Mamba3(128, mamba2=True))):
+        outs: dict = {}
+
+        def step(kernel, layer=layer, outs=outs):
+            layer.kernel = kernel
+            layer.zero_grad()
+            out = layer(x)
+            out.square().mean().backward()
+            outs[kernel] = out.detach()
+
+        step("numba")  # compile (or load the cache) outside the timing
+        ours = _time(lambda: step("numba"), 3, clock=time.process_time)
+        ref = _time(lambda: step("chunk"), 2, clock=time.process_time)
+        err = float((outs["numba"] - outs["chunk"]).abs().max() / outs["chunk"].abs().max())
+        print(
+            f"{name}_numba_vs_chunk_fwd_bwd_cpu\tB64xT96xd128\t{ours:.3f}\t{ref:.3f}\t{ref / ours:.1f}"
+            f"\t# max rel diff {err:.1e}"
+        )
+
+
 def main() -> int:
     import torch
 
     torch.set_num_threads(1)
     print("case\tsize\tours_s\tref_s\tratio")
+    if sys.argv[1:] == ["mamba"]:
+        bench_mamba_numba()
+        return 0
     bench_random_play()
     bench_book_selfplay()
     bench_encode()
     bench_kernels()
+    bench_mamba_numba()
     return 0
 
 

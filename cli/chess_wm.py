@@ -423,6 +423,8 @@ def train(
     AdamW, linear warmup then cosine to --min-lr-ratio x LR, global clipping; the data
     order is a function of --seed, so --resume continues the same run. Validation games
     follow the paper's rule (MD5(game_id) mod 10000 < 50) unless --val is given.
+    --kernel auto runs SLiCE and Mamba through their compiled Numba scans on the CPU
+    (exact hand-written backward) and every recurrent family in chunked form on a GPU.
     """
     from methodkit.tools.chess_wm.data import check_data_paths
 
@@ -572,7 +574,7 @@ def selftest(games, full, **_):
     python-chess at two plies less; encoder parity compares the Numba state encoder with
     a square-by-square python-chess loop over random games (both ep conventions); kernel
     parity runs every recurrent family in chunked and step form on the same input, and the
-    SLiCE families also in their compiled Numba form.
+    SLiCE and Mamba families also in their compiled Numba form.
     """
     from methodkit.core.errors import CheckFailed
     from methodkit.tools.chess_wm.selftest import run_selftest

@@ -168,4 +168,4 @@ def test_selftest_passes(run_cli):
     proc = run_cli(["chess-wm", "selftest", "--games", "2", "-j", "1"])
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert report["ok"] and report["failed"] == [] and len(report["checks"]) == 12
+    assert report["ok"] and report["failed"] == [] and len(report["checks"]) == 14

@@ -41,11 +41,11 @@ def test_chunked_equals_step_form_values_and_gradients(arch):
     assert _rel(grads["chunk"], grads["recurrent"]) < 1e-3
 
 
-@pytest.mark.parametrize("arch", ["slice", "slice-diag"])
+@pytest.mark.parametrize("arch", ["slice", "slice-diag", "mamba3", "mamba2"])
 def test_numba_scan_equals_step_form_values_and_gradients(arch):
     torch.manual_seed(2)
     model = build_model(ModelConfig(arch=arch, size="d64", dropout=0.0))
-    tokens = torch.randint(0, 20480, (3, 70))
+    tokens = torch.randint(0, 20480, (2, 70) if arch.startswith("slice") else (2, 40))  # the Mamba step loop is slow
     outs, grads = _outputs_and_grads(model, tokens, ("numba", "recurrent"))
     assert _rel(outs["numba"], outs["recurrent"]) < 1e-5
     assert _rel(grads["numba"], grads["recurrent"]) < 1e-4
@@ -62,10 +62,34 @@ def test_numba_scan_gradcheck(k):
     assert torch.autograd.gradcheck(_NumbaScan.apply, (maps, bias, y0))
 
 
+@pytest.mark.parametrize("trapezoid, rotate", [(False, False), (True, True)])
+def test_numba_ssd_gradcheck(trapezoid, rotate):
+    """The Mamba scan's hand-written backward: Mamba-2 (Euler, rank 1 here 2) and Mamba-3 (trapezoid, rotation)."""
+    from methodkit.tools.chess_wm.models.mamba import _NumbaSSD
+
+    torch.manual_seed(4)
+    b, h, t, r, p, n = 2, 2, 5, 2, 3, 4
+
+    def leaf(*shape, positive=False):
+        z = torch.rand(*shape, dtype=torch.float64) if positive else torch.randn(*shape, dtype=torch.float64)
+        return z.requires_grad_(True)
+
+    inputs = (
+        leaf(b, h, t, r, p),
+        leaf(b, t, r, n),
+        leaf(b, t, r, n),
+        leaf(b, h, t, positive=True),
+        leaf(b, h, t, positive=True) if trapezoid else None,
+        leaf(b, h, t, positive=True),
+        leaf(b, h, t, n // 2) if rotate else None,
+    )
+    assert torch.autograd.gradcheck(_NumbaSSD.apply, inputs)
+
+
 def test_numba_kernel_is_refused_for_other_architectures():
     from methodkit.core.errors import UsageError
 
-    with pytest.raises(UsageError, match="--kernel numba exists for slice and slice-diag only"):
+    with pytest.raises(UsageError, match="--kernel numba exists for slice, slice-diag, mamba3, mamba2 only"):
         ModelConfig(arch="gdn", kernel="numba")
 
 

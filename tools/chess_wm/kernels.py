@@ -521,3 +521,209 @@ def slice_scan_backward(grad_states, maps, states, y0):
             g[:] = back
         grad_y0[b, blk] = g
     return grad_maps, grad_bias, grad_y0
+
+
+# ------------------------------------------------ the Mamba-2/3 state-space recurrence on the CPU
+# Per batch row b and head h, state S (N x P):
+#   u_t = sum_r B_{t,r} x_{t,r}^T,  S_t = Rot_t(a_t S_{t-1} + beta_t u_{t-1}) + gamma_t u_t,
+#   y_{t,r} = S_t^T C_{t,r}
+# (Mamba-2: beta = 0, no rotation, rank 1). Rot_t turns the (2i, 2i+1) row pairs by angle_{t,i}.
+# The chunked SSD form pays torch's per-operation overhead and masked (C x C) score tensors; this
+# loop touches each state once per step. The backward recomputes the states of one sequence
+# (T x N x P floats) instead of keeping B x H x T of them from the forward.
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _input_row(out, bm_t, x_t, n):
+    """Row n of u_t = sum_r B_{t,r} x_{t,r}^T."""
+    out[:] = 0.0
+    for r in range(x_t.shape[0]):
+        coef = bm_t[r, n]
+        for p in range(out.shape[0]):
+            out[p] += coef * x_t[r, p]
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _turn(row0, row1, cos, sin):
+    for p in range(row0.shape[0]):
+        s0, s1 = row0[p], row1[p]
+        row0[p] = s0 * cos - s1 * sin
+        row1[p] = s0 * sin + s1 * cos
+
+
+@njit(cache=True, fastmath=True, inline="always")
+def _ssd_forward_step(state, uprev, bm_t, x_t, cm_t, y_t, a, beta, gamma, angle, trapezoid, rotate, u0, u1):
+    """S <- Rot(a S + beta u_{t-1}) + gamma u_t and y_t = S^T C_t, two state rows at a time;
+    uprev (u_{t-1} on entry) becomes u_t when trapezoid."""
+    y_t[:] = 0.0
+    rank, width = x_t.shape
+    for i in range(state.shape[0] // 2):
+        n0, n1 = 2 * i, 2 * i + 1
+        _input_row(u0, bm_t, x_t, n0)
+        _input_row(u1, bm_t, x_t, n1)
+        s0, s1 = state[n0], state[n1]
+        if trapezoid:
+            for p in range(width):
+                s0[p] = a * s0[p] + beta * uprev[n0, p]
+                s1[p] = a * s1[p] + beta * uprev[n1, p]
+                uprev[n0, p] = u0[p]
+                uprev[n1, p] = u1[p]
+        else:
+            for p in range(width):
+                s0[p] *= a
+                s1[p] *= a
+        if rotate:
+            _turn(s0, s1, np.cos(angle[i]), np.sin(angle[i]))
+        for p in range(width):
+            s0[p] += gamma * u0[p]
+            s1[p] += gamma * u1[p]
+        for r in range(rank):
+            c0, c1 = cm_t[r, n0], cm_t[r, n1]
+            for p in range(width):
+                y_t[r, p] += c0 * s0[p] + c1 * s1[p]
+
+
+@njit(cache=True, fastmath=True)
+def _ssd_forward_sequence(x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate, y):
+    """One (batch row, head) sequence of ssd_scan_forward (a plain function: parfor bodies vectorise worse)."""
+    n_steps, rank, width = x.shape
+    state = np.zeros((bm.shape[2], width), dtype=x.dtype)
+    uprev = np.zeros_like(state)
+    u0, u1 = np.empty(width, dtype=x.dtype), np.empty(width, dtype=x.dtype)
+    for t in range(n_steps):
+        _ssd_forward_step(
+            state, uprev, bm[t], x[t], cm[t], y[t], decay[t], beta[t], gamma[t], angle[t], trapezoid, rotate, u0, u1
+        )
+
+
+@njit(cache=True, parallel=True)
+def ssd_scan_forward(x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate):
+    """x (B, H, T, R, P); bm, cm (B, T, R, N) with N even; decay, beta, gamma (B, H, T);
+    angle (B, H, T, N/2) (read only when rotate) -> y (B, H, T, R, P)."""
+    n_batch, n_heads = x.shape[0], x.shape[1]
+    y = np.empty_like(x)
+    for job in prange(n_batch * n_heads):
+        b, h = job // n_heads, job % n_heads
+        _ssd_forward_sequence(
+            x[b, h], bm[b], cm[b], decay[b, h], beta[b, h], gamma[b, h], angle[b, h], trapezoid, rotate, y[b, h]
+        )
+    return y
+
+
+@njit(cache=True, fastmath=True)
+def _ssd_backward_row(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate, grads):
+    """One batch row of ssd_scan_backward, its heads in turn (they share B and C, so d bm and d cm add up).
+
+    Two state rows per pass over the P columns, every product of a pass fused (the loop is bound by
+    passes over the state, not by arithmetic); u_{t-1}, needed for d beta and the carried state, is
+    kept as the next step's u_t."""
+    grad_x, grad_bm, grad_cm, grad_decay, grad_beta, grad_gamma, grad_angle = grads
+    n_heads, n_steps, rank, width = x.shape
+    n_state = bm.shape[2]
+    dt = x.dtype
+    states = np.empty((n_steps + 1, n_state, width), dtype=dt)  # states[t + 1] = S_t, states[0] = 0
+    uprev = np.empty((n_state, width), dtype=dt)
+    carry = np.empty((n_state, width), dtype=dt)  # a_{t+1} Gc_{t+1}
+    du_carry = np.empty((n_state, width), dtype=dt)  # beta_{t+1} Gc_{t+1}
+    u_now = np.empty((n_state, width), dtype=dt)  # u_t
+    u_before = np.empty((n_state, width), dtype=dt)  # u_{t-1}
+    y_scratch = np.empty((rank, width), dtype=dt)
+    g0, g1 = np.empty(width, dtype=dt), np.empty(width, dtype=dt)
+    du0, du1 = np.empty(width, dtype=dt), np.empty(width, dtype=dt)
+    zero = np.zeros(1, dtype=dt)[0]  # accumulate in the data's precision
+    for h in range(n_heads):
+        states[0] = 0.0
+        uprev[:] = 0.0
+        xh = x[h]
+        for t in range(n_steps):  # recompute the states of this sequence
+            states[t + 1] = states[t]
+            _ssd_forward_step(
+                states[t + 1], uprev, bm[t], xh[t], cm[t], y_scratch,
+                decay[h, t], beta[h, t], gamma[h, t], angle[h, t], trapezoid, rotate, g0, g1,
+            )  # fmt: skip
+        for n in range(n_state):
+            _input_row(u_now[n], bm[n_steps - 1], xh[n_steps - 1], n)
+        carry[:] = 0.0
+        du_carry[:] = 0.0
+        for t in range(n_steps - 1, -1, -1):
+            a, bt, gm = decay[h, t], beta[h, t], gamma[h, t]
+            s_now, s_prev, dy, x_t, gx = states[t + 1], states[t], grad_y[h, t], xh[t], grad_x[h, t]
+            gx[:] = 0.0
+            acc_g, acc_a, acc_b = zero, zero, zero
+            for i in range(n_state // 2):
+                n0, n1 = 2 * i, 2 * i + 1
+                g0[:] = carry[n0]
+                g1[:] = carry[n1]
+                sn0, sn1 = s_now[n0], s_now[n1]
+                for r in range(rank):  # G_t = carry + C_t dy_t^T; d C_t = S_t dy_t
+                    c0, c1, dyr = cm[t, r, n0], cm[t, r, n1], dy[r]
+                    acc0, acc1 = zero, zero
+                    for p in range(width):
+                        g0[p] += c0 * dyr[p]
+                        g1[p] += c1 * dyr[p]
+                        acc0 += sn0[p] * dyr[p]
+                        acc1 += sn1[p] * dyr[p]
+                    grad_cm[t, r, n0] += acc0
+                    grad_cm[t, r, n1] += acc1
+                un0, un1, dc0, dc1 = u_now[n0], u_now[n1], du_carry[n0], du_carry[n1]
+                for p in range(width):  # du_t = gamma G_t + beta_{t+1} Gc_{t+1}; d gamma = <G_t, u_t>
+                    du0[p] = gm * g0[p] + dc0[p]
+                    du1[p] = gm * g1[p] + dc1[p]
+                    acc_g += g0[p] * un0[p] + g1[p] * un1[p]
+                for r in range(rank):  # d B_t = du_t x_t; d x_t = du_t^T B_t
+                    b0, b1, xr, gxr = bm[t, r, n0], bm[t, r, n1], x_t[r], gx[r]
+                    acc0, acc1 = zero, zero
+                    for p in range(width):
+                        acc0 += du0[p] * xr[p]
+                        acc1 += du1[p] * xr[p]
+                        gxr[p] += b0 * du0[p] + b1 * du1[p]
+                    grad_bm[t, r, n0] += acc0
+                    grad_bm[t, r, n1] += acc1
+                if t == 0:  # nothing is carried into the first step (S_{-1} = 0, u_{-1} = 0)
+                    continue
+                up0, up1 = u_before[n0], u_before[n1]
+                _input_row(up0, bm[t - 1], xh[t - 1], n0)
+                _input_row(up1, bm[t - 1], xh[t - 1], n1)
+                cos, sin = (np.cos(angle[h, t, i]), np.sin(angle[h, t, i])) if rotate else (1.0, 0.0)
+                sp0, sp1, cr0, cr1, dc0, dc1 = s_prev[n0], s_prev[n1], carry[n0], carry[n1], du_carry[n0], du_carry[n1]
+                acc_angle = zero
+                for p in range(width):  # Gc_t = Rot_t^T G_t against c_t = a S_{t-1} + beta u_{t-1}
+                    gc0 = g0[p] * cos + g1[p] * sin
+                    gc1 = g1[p] * cos - g0[p] * sin
+                    acc_a += gc0 * sp0[p] + gc1 * sp1[p]
+                    acc_b += gc0 * up0[p] + gc1 * up1[p]
+                    acc_angle += gc1 * (a * sp0[p] + bt * up0[p]) - gc0 * (a * sp1[p] + bt * up1[p])
+                    cr0[p] = a * gc0
+                    cr1[p] = a * gc1
+                    dc0[p] = bt * gc0
+                    dc1[p] = bt * gc1
+                if rotate:
+                    grad_angle[h, t, i] = acc_angle
+            grad_gamma[h, t] = acc_g
+            grad_decay[h, t] = acc_a
+            grad_beta[h, t] = acc_b
+            u_now, u_before = u_before, u_now
+
+
+@njit(cache=True, parallel=True)
+def ssd_scan_backward(grad_y, x, bm, cm, decay, beta, gamma, angle, trapezoid, rotate):
+    """Gradients of ssd_scan_forward: (dx, d bm, d cm, d decay, d beta, d gamma, d angle) from dy.
+
+    With G_t = dL/dS_t and Gc_t = Rot_t^T G_t (the gradient of the carried state c_t = a_t S_{t-1} + beta_t u_{t-1}):
+    G_t = sum_r C_{t,r} dy_{t,r}^T + a_{t+1} Gc_{t+1};  du_t = gamma_t G_t + beta_{t+1} Gc_{t+1};
+    da_t = <Gc_t, S_{t-1}>; dbeta_t = <Gc_t, u_{t-1}>; dgamma_t = <G_t, u_t>; dC_{t,r} = S_t dy_{t,r};
+    dB_{t,r} = du_t x_{t,r}; dx_{t,r} = du_t^T B_{t,r}; dangle_{t,i} = sum_p Gc[2i+1] c[2i] - Gc[2i] c[2i+1].
+    The states are recomputed per sequence (T x N x P floats) rather than kept from the forward."""
+    grad_x = np.empty_like(x)
+    grad_bm = np.zeros_like(bm)
+    grad_cm = np.zeros_like(cm)
+    grad_decay = np.empty_like(decay)
+    grad_beta = np.empty_like(beta)
+    grad_gamma = np.empty_like(gamma)
+    grad_angle = np.zeros_like(angle)
+    for b in prange(x.shape[0]):
+        _ssd_backward_row(
+            grad_y[b], x[b], bm[b], cm[b], decay[b], beta[b], gamma[b], angle[b], trapezoid, rotate,
+            (grad_x[b], grad_bm[b], grad_cm[b], grad_decay[b], grad_beta[b], grad_gamma[b], grad_angle[b]),
+        )  # fmt: skip
+    return grad_x, grad_bm, grad_cm, grad_decay, grad_beta, grad_gamma, grad_angle

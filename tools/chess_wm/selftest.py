@@ -104,7 +104,7 @@ def _encoder_parity(games: int, seed: int) -> Check:
 def _kernel_parity(seed: int) -> list[Check]:
     import torch
 
-    from methodkit.tools.chess_wm.models import ModelConfig, build_model
+    from methodkit.tools.chess_wm.models import NUMBA_ARCHS, ModelConfig, build_model
 
     torch.manual_seed(seed)
     tokens = torch.randint(0, 20480, (2, 150))
@@ -118,7 +118,7 @@ def _kernel_parity(seed: int) -> list[Check]:
             b = model(tokens)
         err = float((a - b).abs().max() / b.abs().max().clamp(min=1e-12))
         out.append(Check(f"kernel:{arch}:chunk-vs-recurrent", err <= 1e-4, f"max rel. error {err:.2e}"))
-        if arch.startswith("slice"):
+        if arch in NUMBA_ARCHS:
             with torch.no_grad():
                 model.set_kernel("numba")
                 c = model(tokens)

@@ -33,6 +33,7 @@ SIZES = {  # d_model, layers, heads (Transformer / GDN)
     "d512": (512, 6, 8),
 }
 KERNELS = ("auto", "chunk", "recurrent", "numba")
+NUMBA_ARCHS = ("slice", "slice-diag", "mamba3", "mamba2")  # a compiled CPU scan (the CPU default under auto)
 
 
 @dataclass
@@ -51,8 +52,8 @@ class ModelConfig:
             raise UsageError(f"--size must be one of {', '.join(SIZES)}, not {self.size!r}")
         if self.kernel not in KERNELS:
             raise UsageError(f"--kernel must be one of {', '.join(KERNELS)}, not {self.kernel!r}")
-        if self.kernel == "numba" and self.arch not in ("slice", "slice-diag"):
-            raise UsageError(f"--kernel numba exists for slice and slice-diag only, not {self.arch!r}")
+        if self.kernel == "numba" and self.arch not in NUMBA_ARCHS:
+            raise UsageError(f"--kernel numba exists for {', '.join(NUMBA_ARCHS)} only, not {self.arch!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise UsageError(f"--dropout must be in [0, 1), got {self.dropout}")
 

@@ -10,7 +10,9 @@ mimo_out mixes the R outputs. Output: RMSNorm(y) * SiLU(z) -> out_proj.
 
 Mamba-2 ablation: no rotation, Euler (b_t = 0, g_t = dt_t), rank 1, short conv on x, B, C.
 
-Kernels: `recurrent` rotates the state step by step; `chunk` is the SSD masked-matrix form
+Kernels: `numba` (the CPU default) runs the recurrence as one compiled loop per sequence with its
+exact hand-written backward (kernels.ssd_scan_forward/backward); `recurrent` rotates the state step
+by step in torch (the reference); `chunk` (the GPU default) is the SSD masked-matrix form
 (chunks of 64) in the rotated frame (B~ = R(-Phi) B, C~ = R(-Phi) C, Phi = cumsum dt theta),
 the trapezoid's shifted term entering as R extra input ranks, plus the inter-chunk state pass.
 """
@@ -32,6 +34,42 @@ def rotate(x: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
     x1, x2 = x[..., 0::2], x[..., 1::2]
     cos, sin = angle.cos(), angle.sin()
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+
+
+class _NumbaSSD(torch.autograd.Function):
+    """The per-head recurrence through the Numba kernels (CPU, float32 or float64), with its exact backward.
+
+    beta (the trapezoid's shifted term) and angle (the rotation) are None for Mamba-2."""
+
+    @staticmethod
+    def forward(ctx, x, bm, cm, decay, beta, gamma, angle):
+        from methodkit.tools.chess_wm import kernels
+
+        trapezoid, rotate = beta is not None, angle is not None
+        if beta is None:
+            beta = torch.zeros_like(decay)
+        if angle is None:
+            angle = decay.new_zeros(*decay.shape, 0)
+        if bm.shape[-1] % 2:
+            raise ValueError(f"the compiled scan takes state rows in pairs: d_state {bm.shape[-1]} is odd")
+        inputs = [t.detach().contiguous() for t in (x, bm, cm, decay, beta, gamma, angle)]
+        y = kernels.ssd_scan_forward(*(t.numpy() for t in inputs), trapezoid, rotate)
+        ctx.save_for_backward(*inputs)
+        ctx.flags = (trapezoid, rotate)
+        return torch.from_numpy(y)
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        from methodkit.tools.chess_wm import kernels
+
+        arrays = [t.numpy() for t in (grad_y.contiguous(), *ctx.saved_tensors)]
+        grads = [torch.from_numpy(g) for g in kernels.ssd_scan_backward(*arrays, *ctx.flags)]
+        trapezoid, rotate = ctx.flags
+        if not trapezoid:
+            grads[4] = None
+        if not rotate:
+            grads[6] = None
+        return tuple(grads)
 
 
 class Mamba3(nn.Module):
@@ -97,14 +135,28 @@ class Mamba3(nn.Module):
         bsz, t, _ = u.shape
         z, xh, bmat, cmat, dt, log_a, gamma, beta, theta = self._inputs(u)
         xr = xh.unsqueeze(3) * self.mimo_x.transpose(0, 1)  # (B, T, H, R, P)
-        kernel = "chunk" if self.kernel == "auto" else self.kernel
+        kernel = self.kernel
+        if kernel == "auto":  # measured fastest: the compiled loop on the CPU, the chunked form on a GPU
+            compiled = u.device.type == "cpu" and u.dtype in (torch.float32, torch.float64)
+            kernel = "numba" if compiled else "chunk"
         if kernel == "recurrent":
             y = self._recurrent(xr, bmat, cmat, dt, log_a, gamma, beta, theta)
+        elif kernel == "numba":
+            y = self._numba(xr, bmat, cmat, dt, log_a, gamma, beta, theta)
         else:
             y = self._chunked(xr, bmat, cmat, dt, log_a, gamma, beta, theta)
         y = (y * self.mimo_out.transpose(0, 1)).sum(3) + self.D[:, None] * xh  # (B, T, H, P)
         y = self.out_norm(y.reshape(bsz, t, self.d_inner)) * F.silu(z)
         return self.out_proj(y)
+
+    def _numba(self, xr, bmat, cmat, dt, log_a, gamma, beta, theta):
+        """The compiled loop; its inputs head-major so that every sequence is contiguous."""
+        heads = lambda z: z.transpose(1, 2)  # noqa: E731  (B, T, H, ...) -> (B, H, T, ...)
+        angle = None if theta is None else heads(dt.unsqueeze(-1) * theta.unsqueeze(2))  # (B, H, T, N/2)
+        y = _NumbaSSD.apply(
+            heads(xr), bmat, cmat, heads(log_a.exp()), None if self.mamba2 else heads(beta), heads(gamma), angle
+        )
+        return heads(y)  # (B, T, H, R, P)
 
     def _recurrent(self, xr, bmat, cmat, dt, log_a, gamma, beta, theta):
         """Step loop with an explicitly rotated state: the reference."""
