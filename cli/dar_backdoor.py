@@ -92,7 +92,11 @@ def main():
     BadNets reaches 90%): a dense 3x3 cell sits in a continuum of near-duplicate images
     that keep their labels. `--rank isolation` ranks by members / (members + near),
     near = non-members within --margin of the cell; see the README for the measured
-    diagnosis.
+    diagnosis. `--op whitened` (ours) searches z-scored principal directions of the
+    low-frequency DCT band instead; its tail cells (ranked by `--rank reach`) are learned
+    from the relabelled natural carriers, the operator moves exactly that direction, and
+    clean KD carries the rule to the student (README: 5k images, teacher 99% / student 96%
+    ASR at the most extreme natural value, random-relabel control 45%).
 
     \b
     EXAMPLES
