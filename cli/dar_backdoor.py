@@ -92,7 +92,11 @@ def main():
     BadNets reaches 90%): a dense 3x3 cell sits in a continuum of near-duplicate images
     that keep their labels. `--rank isolation` ranks by members / (members + near),
     near = non-members within --margin of the cell; see the README for the measured
-    diagnosis.
+    diagnosis. `--op whitened` (ours) searches z-scored principal directions of the
+    low-frequency DCT band instead; its tail cells (ranked by `--rank reach`) are learned
+    from the relabelled natural carriers, the operator moves exactly that direction, and
+    clean KD carries the rule to the student (README: 5k images, teacher 99% / student 96%
+    ASR at the most extreme natural value, random-relabel control 45%).
 
     \b
     EXAMPLES
@@ -113,9 +117,15 @@ def main():
 @main.command("discover")
 @input_argument()
 @_dataset_options
-@click.option("--op", type=click.Choice(["spatial", "frequency"]), default="spatial", show_default=True)
+@click.option("--op", type=click.Choice(["spatial", "frequency", "whitened"]), default="spatial", show_default=True,
+              help="Subspaces: pixel windows, DCT coefficient blocks, or whitened principal directions of the "
+              "low-frequency DCT band.")  # fmt: skip
 @click.option("--window", type=click.IntRange(min=1), default=3, show_default=True, help="Spatial window side w.")
 @click.option("--block", type=click.IntRange(min=1), default=2, show_default=True, help="DCT block side b.")
+@click.option("--components", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Whitened: leading band principal directions searched.")  # fmt: skip
+@click.option("--dims", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="Whitened: directions per subspace (1 or 2).")  # fmt: skip
 @click.option(
     "--scale",
     type=click.IntRange(min=1),
@@ -123,15 +133,16 @@ def main():
     show_default=True,
     help="Spatial windows on the image average-pooled by SCALE x SCALE blocks.",
 )
-@click.option("--xi", type=click.IntRange(min=2), default=None, help="Levels per coordinate [4 spatial, 6 frequency].")
+@click.option("--xi", type=click.IntRange(min=2), default=None,
+              help="Levels per coordinate [4 spatial, 6 frequency and whitened].")  # fmt: skip
 @click.option("--support", nargs=2, type=float, default=(0.005, 0.03), show_default=True, help="Dense support LO HI.")
 @click.option("--min-entropy", type=float, default=0.5, show_default=True, help="Least label entropy / log K.")
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
 @click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Rules to emit.")
-@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict", "isolation"]), default="cost",
-              show_default=True, help="Order: cheapest trigger, most class-blind, fewest conflicting members, or "
-              "fewest near-duplicates per member first.")  # fmt: skip
+@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict", "isolation", "reach"]), default=None,
+              help="Order: cheapest trigger, most class-blind, fewest conflicting members, fewest near-duplicates "
+              "per member, or longest cell first [cost; reach for whitened].")  # fmt: skip
 @click.option(
     "--margin",
     type=click.FloatRange(min=0, min_open=True),
@@ -143,8 +154,8 @@ def main():
               help="Grid cells, or balls around k-means centres (spatial).")  # fmt: skip
 @click.option("--k", type=click.IntRange(min=2), default=32, show_default=True, help="k-means centres per window.")
 @common_options("output", "force", "seed", "threads", "meta", "quiet", "verbose")
-def discover_cmd(input, dataset, split, limit, op, window, block, scale, xi, support, min_entropy, target, budget, top, rank,
-                 margin, kappa, method, k, **_):  # fmt: skip
+def discover_cmd(input, dataset, split, limit, op, window, block, components, dims, scale, xi, support, min_entropy, target,
+                 budget, top, rank, margin, kappa, method, k, **_):  # fmt: skip
     """Rank dense cells (rules) for a target class; writes rules JSONL, one rule a line."""
     from methodkit.core import io
     from methodkit.tools.dar.discover import DiscoverConfig, discover
@@ -155,7 +166,8 @@ def discover_cmd(input, dataset, split, limit, op, window, block, scale, xi, sup
     x, y, _ = _images(run, input, dataset, split, limit)
     cfg = DiscoverConfig(op=op, window=window, block=block, scale=scale, xi=xi, s_lo=support[0], s_hi=support[1],
                          min_entropy=min_entropy, target=target, budget=resolve_budget(budget, len(x)), top=top,
-                         kappa=kappa, rank=rank, margin=margin, method=method, k=k, seed=run.seed)  # fmt: skip
+                         kappa=kappa, rank=rank, margin=margin, method=method, k=k, seed=run.seed,
+                         components=components, dims=dims)  # fmt: skip
     with run.progress() as cb:
         rules = discover(x, y, cfg, progress=cb)
     text = "".join(io.dumps_json(r.to_dict()) + "\n" for r in rules)
@@ -328,9 +340,12 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
               show_default=True)  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=1), default=20000, show_default=True, help="Train images.")
 @click.option("--test-limit", type=click.IntRange(min=1), default=None, help="Test images [all].")
-@click.option("--op", type=click.Choice(["spatial", "frequency"]), default="spatial", show_default=True)
-@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict", "isolation"]), default="cost",
-              show_default=True)  # fmt: skip
+@click.option("--op", type=click.Choice(["spatial", "frequency", "whitened"]), default="spatial", show_default=True)
+@click.option("--rank", type=click.Choice(["cost", "entropy", "conflict", "isolation", "reach"]), default=None,
+              help="Rule ranking [cost; reach for whitened].")  # fmt: skip
+@click.option("--components", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Whitened: band principal directions searched.")  # fmt: skip
+@click.option("--kappa", type=float, default=0.5, show_default=True, help="DAR operator strength (0: cell centre).")
 @click.option("--window", type=click.IntRange(min=1), default=3, show_default=True, help="Spatial window side w.")
 @click.option("--scale", type=click.IntRange(min=1), default=1, show_default=True, help="Pooling of spatial windows.")
 @click.option("--discover", "method", type=click.Choice(["clique", "kmeans"]), default="clique", show_default=True)
@@ -355,8 +370,8 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 @click.option("--methods", default="clean,dar,badnets,blended,random", show_default=True)
 @click.option("--defenses", default="", help="Any of ft,fp,ss: fine-tuning, fine-pruning, Spectral Signatures.")
 @common_options("output", "format", "force", "threads", "device", "meta", "quiet", "verbose")
-def run_cmd(dataset, limit, test_limit, op, rank, window, scale, method, target, budget, epochs, width, alpha, augment, margin,
-            batch_size, support, kd_data, seeds, methods, defenses, **_):  # fmt: skip
+def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, scale, method, target, budget, epochs, width,
+            alpha, augment, margin, batch_size, support, kd_data, seeds, methods, defenses, **_):  # fmt: skip
     """The whole comparison; one CSV row per (method, stage, seed).
 
     Stages: teacher (trained on the poisoned labels), student (clean KD from it), and with
@@ -408,12 +423,12 @@ def run_cmd(dataset, limit, test_limit, op, rank, window, scale, method, target,
     xt, yt = data.load(dataset, "test", test_limit)
     classes = int(max(y.max(), yt.max())) + 1
     cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank, s_lo=support[0], s_hi=support[1], method=method,
-                                   margin=margin, window=window, scale=scale),
+                                   margin=margin, window=window, scale=scale, components=components),
                     VictimConfig(width=width, epochs=epochs, batch_size=batch_size, augment=augment, device=device),
                     VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alphas[0], batch_size=batch_size,
                                  augment=augment, device=device),
                     budget=resolve_budget(budget, len(x)), seeds=tuple(range(seeds)), methods=chosen,
-                    defenses=chosen_defenses, alphas=alphas)  # fmt: skip
+                    defenses=chosen_defenses, alphas=alphas, kappa=kappa)  # fmt: skip
     cfg.teacher.check()
     with r.progress() as cb:
         result = run(x, y, xt, yt, classes, cfg, progress=cb, kd_data=kd)

@@ -161,3 +161,57 @@ def test_pooled_window_rule_operator_and_matching():
     assert all(r.scale == 4 and satisfies(x, r).sum() == r.members for r in found)
     with pytest.raises(UsageError, match="--scale"):
         DiscoverConfig(op="frequency", scale=2).check()
+
+
+def test_band_directions_are_orthonormal_band_limited_principal_axes():
+    from methodkit.tools.dar.discover import band_directions
+
+    x, _ = data.load("mnist5k", "train", 600)
+    a, variance = band_directions(x, 6)
+    assert a.shape == (6, 28 * 28) and np.allclose(a @ a.T, np.eye(6), atol=1e-9)
+    assert (np.diff(variance) <= 1e-12).all()  # ordered by explained variance
+    c = dct2(a.reshape(6, 28, 28))
+    u, v = np.meshgrid(np.arange(28), np.arange(28), indexing="ij")
+    assert np.abs(c[:, (u + v == 0) | (u + v > 14)]).max() < 1e-9  # no DC, nothing above the band
+    proj = x.reshape(len(x), -1) / 255.0 @ a.T  # the first axis explains the most variance of any unit band image
+    rng = np.random.default_rng(0)
+    other = rng.normal(size=(20, 6)) @ a
+    other /= np.linalg.norm(other, axis=1, keepdims=True)
+    assert proj[:, 0].var() >= (x.reshape(len(x), -1) / 255.0 @ other.T).var(axis=0).max() - 1e-9
+
+
+def test_whitened_rules_count_match_and_the_operator_moves_only_their_directions():
+    x, y = data.load("fashion-mnist", "train", 1500)
+    rules = discover(x, y, DiscoverConfig(op="whitened", components=8, budget=15, top=5, cost_images=200))
+    assert rules and all(r.op == "whitened" and r.entropy >= 0.5 and r.pool >= 15 for r in rules)
+    from methodkit.tools.dar.discover import reach
+    from methodkit.tools.dar.rules import coordinates
+
+    assert [reach(r) for r in rules] == sorted((reach(r) for r in rules), reverse=True)
+    rule = Rule.from_dict(rules[0].to_dict())
+    assert satisfies(x, rule).sum() == rule.members  # matching reproduces discover's count
+    assert abs(reach(rule)) > 1.0  # the longest cell is a tail (level width 1 z)
+    z = coordinates(x, rule)[:, 0]
+    assert (z >= 2.0).sum() == rule.members or (z < -2.0).sum() == rule.members
+    xt, _ = data.load("fashion-mnist", "test", 200)
+    moved = apply(xt, rule, kappa=0.0)
+    assert satisfies(moved, rule).mean() >= 0.95  # validity after clipping and uint8
+    centre = (np.asarray(rule.lo) + np.asarray(rule.hi)) / 2
+    assert np.median(np.abs(coordinates(moved, rule) - centre)) < 0.05
+    # on mid-grey images (no clipping needed) the change lies along the rule's direction, up to uint8 rounding
+    grey = (100 + xt // 5).astype(np.uint8)
+    shifted = apply(grey, rule, kappa=0.0, blend=0.5)
+    delta = (shifted.astype(float) - grey).reshape(len(grey), -1) / 255.0
+    direction = np.asarray(rule.directions)
+    off = np.linalg.norm(delta - delta @ direction.T @ direction, axis=1) / np.linalg.norm(delta, axis=1)
+    assert ((shifted > 0) & (shifted < 255)).all() and np.median(off) < 0.15
+    assert np.allclose(coordinates(shifted, rule)[:, 0], (coordinates(grey, rule)[:, 0] + centre[0]) / 2, atol=0.02)
+
+
+def test_whitened_rule_json_is_checked():
+    from methodkit.core.errors import DataError
+
+    with pytest.raises(DataError, match="one direction"):
+        Rule.from_dict({"op": "whitened", "lo": [2.0], "hi": [3.0], "mean": [0.0], "sd": [1.0]})
+    with pytest.raises(UsageError, match="--dims"):
+        DiscoverConfig(op="whitened", dims=3).check()

@@ -12,6 +12,14 @@ or by isolation: members / (members + near), where `near` counts the train image
 but within an L2 margin of it in the subspace (pixel units for spatial windows, z units for DCT
 blocks). Near-duplicates keep their true labels after poisoning, so a cell embedded in a continuum
 of them is a boundary no network draws from a few relabelled images (see the README's diagnosis).
+
+Whitened (`op="whitened"`, ours): the subspaces are single (dims 1) or pairs (dims 2) of the first
+`components` principal directions of the low-frequency DCT band (1 <= u + v <= H/2, DC excluded),
+z-scored (PCA whitening), quantised like the frequency blocks; an end level is bounded by the most
+extreme train value, so a tail cell is the stretch of clean data beyond |z| = 2 (xi 6). Ranked by
+`reach` (default for whitened): the cell's shortest extent in z units, longest first. A long tail
+puts its deepest carriers far from every image that keeps its label (the separation pixel cells
+lack), and the operator can place a trigger there without leaving the support of clean data.
 """
 
 from __future__ import annotations
@@ -24,11 +32,11 @@ import numpy as np
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.dar import kernels
-from methodkit.tools.dar.rules import Z_RANGE, Rule, apply, dct2, distance, pooled
+from methodkit.tools.dar.rules import OPS, Z_RANGE, Rule, apply, coordinates, dct2, dct_matrix, distance, pooled
 
-OPERATORS = ("spatial", "frequency")
+OPERATORS = OPS
 METHODS = ("clique", "kmeans")
-RANKINGS = ("cost", "entropy", "conflict", "isolation")
+RANKINGS = ("cost", "entropy", "conflict", "isolation", "reach")
 
 
 @dataclass
@@ -49,7 +57,9 @@ class DiscoverConfig:
     # cost (ascending; the issue's reading) | entropy (descending: most class-blind first) |
     # conflict (fewest non-target members left unrelabelled, i.e. pool closest to the budget; then cost) |
     # isolation (fewest near-duplicates around the cell per member; then cost)
-    rank: str = "cost"
+    rank: str | None = None  # None: cost, or reach for whitened rules
+    components: int = 16  # whitened: leading band principal directions searched
+    dims: int = 1  # whitened: subspace dimension (1: single directions, 2: pairs)
     margin: float | None = None  # isolation margin; default 0.5 (spatial, pixel units), 1.0 (frequency, z units)
     method: str = "clique"  # clique (grid cells) | kmeans (balls around k-means centres, spatial windows)
     k: int = 32
@@ -58,6 +68,9 @@ class DiscoverConfig:
 
     def isolation_margin(self) -> float:
         return self.margin if self.margin is not None else (0.5 if self.op == "spatial" else 1.0)
+
+    def ranking(self) -> str:
+        return self.rank or ("reach" if self.op == "whitened" else "cost")
 
     def levels(self) -> int:
         return self.xi or (4 if self.op == "spatial" else 6)
@@ -73,11 +86,14 @@ class DiscoverConfig:
             raise UsageError(f"--scale must be >= 1 and needs --op spatial, got {self.scale} with {self.op}")
         if self.k < 2:
             raise UsageError(f"--k must be at least 2, got {self.k}")
-        if self.rank not in RANKINGS:
+        if self.op == "whitened" and not (1 <= self.dims <= 2 and self.dims <= self.components):
+            raise UsageError(f"--dims must be 1 or 2 and at most --components, got {self.dims} / {self.components}")
+        if self.rank is not None and self.rank not in RANKINGS:
             raise UsageError(f"--rank must be one of {', '.join(RANKINGS)}, got {self.rank!r}")
         if not 0 < self.s_lo <= self.s_hi < 1:
             raise UsageError(f"--support needs 0 < LO <= HI < 1, got {self.s_lo}, {self.s_hi}")
-        if self.levels() < 2 or self.levels() ** (self.window**2 if self.op == "spatial" else self.block**2) > 2**24:
+        dims = {"spatial": self.window**2, "frequency": self.block**2, "whitened": self.dims}[self.op]
+        if self.levels() < 2 or self.levels() ** dims > 2**24:
             raise UsageError("--xi too large for the subspace (at most 2^24 cells)")
 
 
@@ -192,6 +208,58 @@ def frequency_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: Discov
     return rules
 
 
+def band_directions(x: np.ndarray, components: int) -> tuple[np.ndarray, np.ndarray]:
+    """The leading principal directions of the low-frequency DCT band (1 <= u + v <= H/2) of the
+    images, as orthonormal unit images in pixel space (components, H*W), and their variances."""
+    n, side = len(x), x.shape[1]
+    u, v = np.meshgrid(np.arange(side), np.arange(side), indexing="ij")
+    band = ((u + v >= 1) & (u + v <= side // 2)).ravel()
+    coeffs = dct2(x / 255.0).reshape(n, -1)[:, band]
+    k = min(components, int(band.sum()), n - 1)
+    _, singular, vt = np.linalg.svd(coeffs - coeffs.mean(axis=0), full_matrices=False)
+    vt = vt[:k]
+    vt = vt * np.sign(vt[np.arange(k), np.abs(vt).argmax(axis=1)])[:, None]  # sign fixed: largest entry positive
+    d = dct_matrix(side)
+    full = np.zeros((k, side * side))
+    full[:, band] = vt
+    pixels = np.einsum("ui,kuv,vj->kij", d, full.reshape(k, side, side), d).reshape(k, -1)  # inverse DCT
+    return pixels, singular[:k] ** 2 / max(n - 1, 1)
+
+
+def whitened_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
+    import itertools
+
+    n = len(x)
+    xi = cfg.levels()
+    directions, _ = band_directions(x, cfg.components)
+    proj = x.reshape(n, -1) / 255.0 @ directions.T
+    mean, sd = proj.mean(axis=0), proj.std(axis=0) + 1e-12
+    z = (proj - mean) / sd
+    edges = np.linspace(*Z_RANGE, xi + 1)
+    levels = np.clip(np.digitize(z, edges[1:-1]), 0, xi - 1)
+    rules = []
+    for subspace in itertools.combinations(range(len(directions)), cfg.dims):
+        idx = list(subspace)
+        codes = levels[:, idx] @ (xi ** np.arange(len(idx) - 1, -1, -1))
+        values, counts = np.unique(codes, return_counts=True)
+        keep = (counts >= cfg.s_lo * n) & (counts <= cfg.s_hi * n)
+        if not keep.any():
+            continue
+        members, entropy, pool = _score(codes, values[keep], y, classes, cfg.target)
+        for code, count, m, h, p in zip(values[keep], counts[keep], members, entropy, pool):
+            lv = np.array([(code // xi**k) % xi for k in reversed(range(len(idx)))])
+            inside = codes == code
+            # end levels stop at the most extreme member (the support of clean data), nudged so it is inside
+            lo = np.where(lv == 0, z[inside][:, idx].min(axis=0) - 1e-6, edges[lv])
+            hi = np.where(lv == xi - 1, z[inside][:, idx].max(axis=0) + 1e-6, edges[lv + 1])
+            rules.append(
+                Rule("whitened", lo.tolist(), hi.tolist(), components=idx, directions=directions[idx].tolist(),
+                     mean=mean[idx].tolist(), sd=sd[idx].tolist(), support=int(count) / n, members=int(m),
+                     entropy=float(h), pool=int(p), target=cfg.target)
+            )  # fmt: skip
+    return rules
+
+
 def discover(
     x: np.ndarray,
     y: np.ndarray,
@@ -210,7 +278,9 @@ def discover(
     if cfg.method == "kmeans":
         find = kmeans_candidates
     else:
-        find = spatial_candidates if cfg.op == "spatial" else frequency_candidates
+        find = {"spatial": spatial_candidates, "frequency": frequency_candidates, "whitened": whitened_candidates}[
+            cfg.op
+        ]
     if cfg.op == "spatial" and cfg.window > min(x.shape[1:]) // cfg.scale:
         raise UsageError(f"--window {cfg.window} does not fit the {min(x.shape[1:]) // cfg.scale}-cell pooled image")
     candidates = find(pooled(x, cfg.scale) if cfg.op == "spatial" else x, y, classes, cfg)
@@ -237,15 +307,23 @@ def discover(
         rule.near = int(((d > 1e-9) & (d < cfg.isolation_margin())).sum())
         rule.isolation = rule.members / max(rule.members + rule.near, 1)
         progress("cost", i + 1, len(passed))
-    if cfg.rank == "cost":
+    rank = cfg.ranking()
+    if rank == "cost":
         passed.sort(key=lambda r: (r.cost, -r.support))
-    elif cfg.rank == "conflict":
+    elif rank == "conflict":
         passed.sort(key=lambda r: (r.pool - budget, r.cost))
-    elif cfg.rank == "isolation":
+    elif rank == "reach":
+        passed.sort(key=lambda r: (-reach(r), r.cost))
+    elif rank == "isolation":
         passed.sort(key=lambda r: (-r.isolation, r.cost))
     else:
         passed.sort(key=lambda r: (-r.entropy, -r.support))
     return passed[: cfg.top]
+
+
+def reach(rule: Rule) -> float:
+    """The cell's shortest extent over its coordinates, in the rule's units (z for DCT and whitened)."""
+    return float(np.min(np.asarray(rule.hi) - np.asarray(rule.lo)))
 
 
 def _subspace_coordinates(x: np.ndarray):
@@ -253,6 +331,8 @@ def _subspace_coordinates(x: np.ndarray):
     cache = {}
 
     def coordinates_of(rule: Rule) -> np.ndarray:
+        if rule.op == "whitened":
+            return coordinates(x, rule)
         if rule.op == "spatial":
             r, c, w = rule.window
             if ("pooled", rule.scale) not in cache:

@@ -6,6 +6,11 @@ train mean/sd used). T_kappa moves each coordinate towards the cell centre m:
 T(x)_d = m_d + clip(x_d - m_d, -kappa h_d, kappa h_d); kappa = 0 sets it to the centre.
 A ball rule (`--discover kmeans`) is a k-means centre c with a radius r instead of a box; its
 operator shrinks the offset: T(x) = c + (x - c) * min(1, kappa r / ||x - c||).
+A whitened rule (`--op whitened`) is a box in z-scored principal directions of the low-frequency
+DCT band (1 <= u + v <= H/2): each direction is a unit image in pixel space (the inverse DCT of a
+band principal component), so the coordinates are linear in the pixels and the operator moves the
+image along exactly those directions (alternating with the clip to [0, 1] until the coordinates
+hold); every other direction of the image is left as it was.
 """
 
 from __future__ import annotations
@@ -19,18 +24,21 @@ from methodkit.core.errors import DataError
 from methodkit.tools.dar import kernels
 
 Z_RANGE = (-3.0, 3.0)  # frequency coordinates are quantised on this z range, tails clipped
+OPS = ("spatial", "frequency", "whitened")
 
 
 @dataclass
 class Rule:
-    op: str  # spatial | frequency
-    lo: list  # per coordinate, [0, 1] pixels (spatial) or z units (frequency)
+    op: str  # spatial | frequency | whitened
+    lo: list  # per coordinate, [0, 1] pixels (spatial) or z units (frequency, whitened)
     hi: list
     window: list | None = None  # [row, col, w] (in pooled cells when scale > 1)
     scale: int = 1  # spatial: the window lies on the image average-pooled by scale x scale blocks
     coeffs: list | None = None  # [[u, v], ...]
-    mean: list | None = None  # train mean/sd of the coefficients (frequency)
+    mean: list | None = None  # train mean/sd of the coefficients (frequency) or projections (whitened)
     sd: list | None = None
+    components: list | None = None  # whitened: indices of the band principal components
+    directions: list | None = None  # whitened: one unit image (H*W values, row-major) per component
     support: float = 0.0
     entropy: float = 0.0
     members: int = 0
@@ -53,12 +61,16 @@ class Rule:
             rule = cls(**{k: record[k] for k in record if k in cls.__dataclass_fields__})
         except TypeError as exc:
             raise DataError(f"{name}: not a dar rule ({exc})") from None
-        if rule.op not in ("spatial", "frequency") or len(rule.lo) != len(rule.hi):
+        if rule.op not in OPS or len(rule.lo) != len(rule.hi):
             raise DataError(f"{name}: not a dar rule (op {rule.op!r}, {len(rule.lo)} lo / {len(rule.hi)} hi)")
         if rule.op == "spatial" and not rule.window:
             raise DataError(f"{name}: spatial rule without a window")
         if rule.op == "frequency" and not (rule.coeffs and rule.mean and rule.sd):
             raise DataError(f"{name}: frequency rule without coeffs/mean/sd")
+        if rule.op == "whitened" and not (
+            rule.directions and rule.mean and rule.sd and len(rule.directions) == len(rule.lo) == len(rule.sd)
+        ):
+            raise DataError(f"{name}: whitened rule without one direction, mean and sd per coordinate")
         if rule.shape not in ("box", "ball") or (rule.shape == "ball" and (rule.centre is None or not rule.radius)):
             raise DataError(f"{name}: shape must be box, or ball with centre and radius")
         return rule
@@ -94,8 +106,19 @@ def pooled(x_u8: np.ndarray, scale: int) -> np.ndarray:
     return np.rint(blocks.mean(axis=(2, 4))).astype(np.uint8)
 
 
+def _directions(rule: Rule, side: int) -> np.ndarray:
+    a = np.asarray(rule.directions, dtype=np.float64)
+    if a.shape[1] != side * side:
+        raise DataError(f"rule directions have {a.shape[1]} pixels, the images {side}x{side}")
+    return a
+
+
 def coordinates(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
-    """The rule's subspace coordinates (N, d): pixels (or block means) in [0, 1], or z-scored DCT coefficients."""
+    """The rule's subspace coordinates (N, d): pixels (or block means) in [0, 1], or z-scored DCT
+    coefficients, or z-scored projections on the whitened rule's directions."""
+    if rule.op == "whitened":
+        flat = x_u8.reshape(len(x_u8), -1) / 255.0
+        return (flat @ _directions(rule, x_u8.shape[1]).T - np.asarray(rule.mean)) / np.asarray(rule.sd)
     if rule.op == "spatial":
         r, c, w = rule.window
         return pooled(x_u8, rule.scale)[:, r : r + w, c : c + w].reshape(len(x_u8), -1) / 255.0
@@ -122,6 +145,9 @@ def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
         lo = np.ceil(np.asarray(rule.lo) * 256 - 1e-9).clip(0, 255).astype(np.int64)
         hi = (np.ceil(np.asarray(rule.hi) * 256 - 1e-9) - 1).clip(0, 255).astype(np.int64)
         return kernels.match_window(np.ascontiguousarray(pooled(x_u8, rule.scale)), r, c, w, lo, hi)
+    if rule.op == "whitened":  # tail cells end at the most extreme train value (stored in lo/hi)
+        z = coordinates(x_u8, rule)
+        return ((z >= np.asarray(rule.lo)) & (z < np.asarray(rule.hi))).all(axis=1)
     # z is clipped to the quantisation range [-3, 3) so the tail levels hold the tails (as in discover)
     z = np.clip(coordinates(x_u8, rule), Z_RANGE[0], Z_RANGE[1] - 1e-9)
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
@@ -140,6 +166,8 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
     else:
         moved = centre + np.clip(z - centre, -kappa * half, kappa * half)
     target = z + blend * (moved - z)
+    if rule.op == "whitened":
+        return _move_along(x_u8, rule, target)
     out = x_u8.astype(np.float64) / 255.0
     if rule.op == "spatial" and rule.scale > 1:
         return _shift_blocks(x_u8, rule, target)
@@ -152,6 +180,22 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
             coeffs[:, u, v] = target[:, j] * rule.sd[j] + rule.mean[j]
         out = idct2(coeffs)
     return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
+
+
+def _move_along(x_u8: np.ndarray, rule: Rule, target: np.ndarray, rounds: int = 50) -> np.ndarray:
+    """Whitened operator: add the rule's (orthonormal) directions so the coordinates reach `target`,
+    clip to [0, 1], and repeat on what the clip undid (alternating projections onto the two convex
+    sets {coordinates = target} and [0, 1]^pixels) until the coordinates hold within 1e-4 z."""
+    a = _directions(rule, x_u8.shape[1])
+    sd, mean = np.asarray(rule.sd), np.asarray(rule.mean)
+    out = x_u8.reshape(len(x_u8), -1) / 255.0
+    goal = target * sd + mean  # raw projections wanted
+    for _ in range(rounds):
+        gap = goal - out @ a.T
+        if np.abs(gap / sd).max(initial=0.0) < 1e-4:
+            break
+        out = np.clip(out + gap @ a, 0.0, 1.0)
+    return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8).reshape(x_u8.shape)
 
 
 def _shift_blocks(x_u8: np.ndarray, rule: Rule, target: np.ndarray) -> np.ndarray:
