@@ -47,16 +47,16 @@ def main() -> int:
         key = extract_key(stem)
         x = rng.random((count, channels, side, side)).astype(np.float32)
         bases, types = border_bases(key.basis, channels, kernel, kernel, padding, side, side)
-        kernels.encode_nonoverlap_seeded(x[:2], bases, types, 3, 0, 10.0, kernel, padding)  # compile
-        xp_encode.encode_nonoverlap(cupy, x[:2], bases, types, 3, 0, 10.0, kernel, padding)
+        kernels.encode_nonoverlap_seeded(x[:2], bases, types, 3, 0, 10.0, kernel, padding, False)  # compile
+        xp_encode.encode_nonoverlap(cupy, x[:2], bases, types, 3, 0, 10.0, kernel, padding, False)
         cupy.cuda.Device().synchronize()
         start = time.perf_counter()
-        cpu, cpu_alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 3, 0, 10.0, kernel, padding)
+        cpu, cpu_alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 3, 0, 10.0, kernel, padding, False)
         cpu_s = time.perf_counter() - start
         x_gpu = cupy.asarray(x)
         cupy.cuda.Device().synchronize()
         start = time.perf_counter()
-        gpu, gpu_alpha = xp_encode.encode_nonoverlap(cupy, x_gpu, bases, types, 3, 0, 10.0, kernel, padding)
+        gpu, gpu_alpha = xp_encode.encode_nonoverlap(cupy, x_gpu, bases, types, 3, 0, 10.0, kernel, padding, False)
         cupy.cuda.Device().synchronize()
         gpu_s = time.perf_counter() - start
         size = f"n={count},side={side},k={kernel},c_out={c_out},p={padding}"

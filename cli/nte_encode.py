@@ -195,6 +195,13 @@ def key_cmd(
     show_default=True,
     help="nes, or the white-noise control.",
 )
+@click.option(
+    "--layout",
+    type=click.Choice(["patch", "shared"]),
+    default="patch",
+    show_default=True,
+    help="patch: Z drawn i.i.d. per patch; shared: one z per image, the same N z at every patch (official code).",
+)
 @click.option("--dataset", help="Encode a shipped image set instead of INPUT: NAME[:train|test].")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N images.")
 @click.option("--model", type=click.Path(dir_okay=False), help="Authorized model: its stem gives the certificate.")
@@ -205,7 +212,7 @@ def key_cmd(
     help="Also write 8-bit PNGs (+ labels.txt, meta.json) to this folder; non-overlapping stems only.",
 )
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose")
-def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, png_dir, **_):
+def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_dir, **_):
     (
         """Encode images (INPUT: """
         + _IMAGES
@@ -214,7 +221,11 @@ def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, png_dir, **_
     Writes a ciphertext NPZ (-o) and/or an 8-bit PNG folder (--png). PNGs are clipped to [0, 1]
     and rounded; the certificate and PSNR then include that residual (pass --model to measure it).
     --device cuda runs the non-overlapping encode with the CuPy twin (same noise stream);
-    --device auto stays on the CPU until the twin is validated on a GPU.
+    --device auto stays on the CPU until the twin is validated on a GPU. --layout patch (default,
+    the issue's text) draws Z i.i.d. per patch; --layout shared draws one z per image and adds the
+    same N z to every patch, as the official code does (z of shape (B, k, 1)); both are exact for
+    the authorized model. Z is a counter-based ziggurat stream of (seed, image index), so a
+    ciphertext does not depend on batch size or threads.
     """
     )
     import numpy as np
@@ -248,10 +259,11 @@ def encode_cmd(input, key_path, psnr, noise, dataset, limit, model, png_dir, **_
         from methodkit.core.backend import array_module
 
         xp = array_module(run.device())
-    cipher = encode(x, key, psnr, seed=run.seed, noise=noise, w_pixel=w_pixel, xp=xp)
-    summary = {"output": run.output, "noise": noise, "psnr_target": psnr, "seed": run.seed, **cipher.summary()}
+    cipher = encode(x, key, psnr, seed=run.seed, noise=noise, w_pixel=w_pixel, xp=xp, layout=layout)
+    summary = {"output": run.output, "noise": noise, "layout": layout, "psnr_target": psnr, "seed": run.seed,
+               **cipher.summary()}  # fmt: skip
     meta = {"key_sha256": key.sha256(), "stem_sha256": key.stem_sha256, "psnr_target": psnr, "seed": run.seed,
-            "noise": noise}  # fmt: skip
+            "noise": noise, "layout": layout}  # fmt: skip
     if run.output != "-":
         arrays = {"view": cipher.view, "alpha": cipher.alpha, "psnr": cipher.psnr, "certificate": cipher.certificate}
         arrays["x" if cipher.patches is None else "patches"] = cipher.x if cipher.patches is None else cipher.patches

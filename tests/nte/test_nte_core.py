@@ -71,7 +71,7 @@ def test_encode_nonoverlap_kernel_matches_numpy_reference():
     key = extract_key(_stem())
     x = _images(5)
     z = draw_noise(3, 0, 5, 49, key.k)
-    out, alpha = kernels.encode_nonoverlap(x, key.basis[None], np.zeros(49, np.int64), z, 15.0, 4, 0)
+    out, alpha = kernels.encode_nonoverlap(x, key.basis[None], np.zeros(49, np.int64), z, 15.0, 4, 0, False)
     delta = fold_average(z @ key.basis.T, x.shape, 4, 4)
     expected_alpha = np.sqrt(10**-1.5 / (delta.reshape(5, -1) ** 2).mean(axis=1))
     np.testing.assert_allclose(alpha, expected_alpha, rtol=1e-10)
@@ -279,9 +279,9 @@ def test_fused_seeded_encode_equals_the_kernel_given_the_same_noise():
     key = extract_key(_stem())
     x = _images(5)
     types = np.zeros(49, np.int64)
-    fused, alpha = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 11, 3, 14.0, 4, 0)
+    fused, alpha = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 11, 3, 14.0, 4, 0, False)
     z = draw_noise(11, 3, 5, 49, key.k)
-    given, alpha2 = kernels.encode_nonoverlap(x, key.basis[None], types, z, 14.0, 4, 0)
+    given, alpha2 = kernels.encode_nonoverlap(x, key.basis[None], types, z, 14.0, 4, 0, False)
     np.testing.assert_array_equal(fused, given)
     np.testing.assert_array_equal(alpha, alpha2)
 
@@ -294,6 +294,45 @@ def test_counter_normals_are_standard_normal_and_per_image():
     assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
     np.testing.assert_array_equal(draw_noise(0, 7, 3, 49, 8), z[7:10])
     assert not np.array_equal(draw_noise(1, 0, 1, 49, 8), z[:1])
+
+
+def test_ziggurat_normals_match_the_normal_law_in_the_body_and_the_tail():
+    from scipy import stats
+
+    from methodkit.tools.nte import xp_encode
+
+    z = kernels.draw_normals(3, 0, 200, 500, 10).ravel()  # 1e6 values: ~260 beyond R, ~7,000 wedges
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert abs(z.var() - 1) < 5e-3 and abs(stats.kurtosis(z)) < 0.03
+    r = kernels.ZIGGURAT_R
+    beyond = np.abs(z) > r
+    assert abs(beyond.mean() / (2 * stats.norm.sf(r)) - 1) < 0.25  # the tail is sampled at its mass
+    assert stats.kstest(np.abs(z[beyond]) - r, lambda t: 1 - stats.norm.sf(r + t) / stats.norm.sf(r)).pvalue > 1e-3
+    # the vectorised twin walks the same state machine: equal bit for bit, rejections included
+    np.testing.assert_array_equal(
+        xp_encode.draw_normals(np, 3, 0, 20, 500, 10), kernels.draw_normals(3, 0, 20, 500, 10)
+    )
+
+
+def test_shared_layout_adds_the_same_key_noise_to_every_patch():
+    key = extract_key(_stem())
+    x = _images(3)
+    c = encode(x, key, 15.0, seed=2, layout="shared", w_pixel=_stem().pixel_matrix())
+    delta = unfold(c.x - x, 4, 4)  # (B, L, n)
+    np.testing.assert_allclose(delta, np.broadcast_to(delta[:, :1], delta.shape), atol=1e-6)
+    assert np.allclose(c.psnr, 15.0, atol=1e-3) and c.certificate.max() < 1e-4
+    per_patch = encode(x, key, 15.0, seed=2)
+    z0 = draw_noise(2, 0, 3, 1, key.k)[:, 0]  # row 0 of the per-patch stream is the shared z
+    direction = z0 @ key.basis.T
+    cos = (
+        np.abs((delta[:, 0] * direction).sum(1))
+        / np.linalg.norm(delta[:, 0], axis=1)
+        / np.linalg.norm(direction, axis=1)
+    )
+    np.testing.assert_allclose(cos, 1.0, atol=1e-5)
+    assert not np.allclose(per_patch.x, c.x)
+    with pytest.raises(UsageError, match="--layout"):
+        encode(x, key, 15.0, layout="tiles")
 
 
 def test_jacobian_key_at_the_stem_is_the_svd_key_and_deeper_keys_contain_it():
@@ -352,13 +391,14 @@ def test_array_module_twin_with_numpy_equals_the_numba_kernel(padding):
     key = extract_key(_stem(p=padding))
     x = _images(6)
     bases, types = border_bases(key.basis, 1, 4, 4, padding, 28, 28)
-    np.testing.assert_allclose(  # same stream; cos/sin may differ in the last bit between libms
-        xp_encode.draw_normals(np, 5, 2, 6, len(types), key.k), draw_noise(5, 2, 6, len(types), key.k), rtol=1e-12
+    np.testing.assert_array_equal(  # same words, same ziggurat state machine (wedges and tail included)
+        xp_encode.draw_normals(np, 5, 2, 6, len(types), key.k), draw_noise(5, 2, 6, len(types), key.k)
     )
-    ours, alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 5, 2, 13.0, 4, padding)
-    twin, alpha2 = xp_encode.encode_nonoverlap(np, x, bases, types, 5, 2, 13.0, 4, padding)
-    np.testing.assert_allclose(alpha2, alpha, rtol=1e-10)
-    np.testing.assert_allclose(twin, ours, atol=2e-6)
+    for shared in (False, True):
+        ours, alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 5, 2, 13.0, 4, padding, shared)
+        twin, alpha2 = xp_encode.encode_nonoverlap(np, x, bases, types, 5, 2, 13.0, 4, padding, shared)
+        np.testing.assert_allclose(alpha2, alpha, rtol=1e-10)
+        np.testing.assert_allclose(twin, ours, atol=2e-6)
 
 
 @pytest.mark.gpu
@@ -369,6 +409,6 @@ def test_cupy_twin_equals_the_cpu_kernel():
     key = extract_key(_stem())
     x = _images(64)
     types = np.zeros(49, np.int64)
-    ours, _ = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 1, 0, 10.0, 4, 0)
+    ours, _ = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 1, 0, 10.0, 4, 0, False)
     twin, _ = xp_encode.encode_nonoverlap(cupy, x, key.basis[None], types, 1, 0, 10.0, 4, 0)
     np.testing.assert_allclose(cupy.asnumpy(twin), ours, atol=2e-6)

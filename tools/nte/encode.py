@@ -18,6 +18,9 @@ from methodkit.tools.nte.key import Key, restricted_basis
 from methodkit.tools.nte.stem import border_masks, fold_average, unfold
 
 NOISES = ("nes", "gaussian")
+# patch: Z (L, k) i.i.d. per patch (the issue's 2.3); shared: one z (k,) per image added at every
+# patch, as the official code does (z of shape (B, k, 1) broadcast over the L patches)
+LAYOUTS = ("patch", "shared")
 
 
 @dataclass
@@ -91,16 +94,21 @@ def encode(
     first_index: int = 0,
     w_pixel: np.ndarray | None = None,
     xp=None,
+    layout: str = "patch",
 ) -> Ciphertext:
     """Encode `images` ([0, 1], (B, C, H, W)) under `key` at `psnr` dB. `w_pixel` (W') gives the certificate.
 
     `xp` (an array module, e.g. cupy) runs the non-overlapping NES encode on that module instead of
-    the Numba kernel; everything else stays on the CPU.
+    the Numba kernel; everything else stays on the CPU. `layout` "shared" draws one z per image
+    and adds the same N z to every patch (the official code); "patch" draws Z i.i.d. per patch.
     """
     if not 0 < psnr < 100:
         raise UsageError(f"--psnr must be in (0, 100) dB, got {psnr}")
     if noise not in NOISES:
         raise UsageError(f"--noise must be one of {', '.join(NOISES)}, got {noise!r}")
+    if layout not in LAYOUTS:
+        raise UsageError(f"--layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    shared = layout == "shared"
     g = key.geometry
     kernel, stride, padding = g["kernel"], g["stride"], g["padding"]
     x = check_images(images, g["c_in"])
@@ -125,21 +133,23 @@ def encode(
         border_k = [int(np.abs(basis).sum(axis=0).astype(bool).sum()) for basis in bases]
         if xp is None or xp is np:
             cipher, alpha = kernels.encode_nonoverlap_seeded(
-                x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding
+                x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding, shared
             )
         else:  # the array-module twin (CuPy): same noise stream, same arithmetic
             from methodkit.core.backend import to_numpy
             from methodkit.tools.nte import xp_encode
 
             cipher, alpha = xp_encode.encode_nonoverlap(
-                xp, x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding
+                xp, x, bases, types, _seed64(seed), first_index, float(psnr), kernel, padding, shared
             )
             cipher, alpha = to_numpy(cipher), to_numpy(alpha)
         change_patches = unfold(cipher - x, kernel, stride, padding)
         released = cipher - x
         result_x, result_patches, view = cipher, None, cipher
     elif noise == "nes":
-        rng_noise = draw_noise(seed, first_index, b, n_patches, key.k)
+        rng_noise = draw_noise(seed, first_index, b, 1 if shared else n_patches, key.k)
+        if shared:
+            rng_noise = np.ascontiguousarray(np.broadcast_to(rng_noise, (b, n_patches, key.k)))
         cipher, alpha = kernels.encode_patches(patches, key.basis, rng_noise, float(psnr))
         change_patches = cipher - patches
         released = change_patches

@@ -1,11 +1,16 @@
 """Numba kernels of nte: encode (unfold -> Z N^T -> scale -> fold), fold-average, patch covariance.
 
-The noise Z comes from a counter-based generator (splitmix64 of (seed, image index, counter), then
-Box-Muller): value i of image j depends only on (seed, j, i), so the result does not depend on batch
-size, thread count or where the draw happens (inside the fused kernel or in draw_normals).
+The noise Z comes from a counter-based generator: value j of image i is a standard normal drawn by
+the ziggurat method (256 layers, Marsaglia-Tsang layout) from the 64-bit words
+splitmix64(key_i + 64 j + a), a = 0, 1, ... (one word on the fast path, which is taken 99% of the
+time; rejections read the next words), key_i from (seed, image index). A value depends only on
+(seed, i, j), so the result does not depend on batch size, thread count or where the draw happens
+(inside the fused kernel, in draw_normals, or in the array-module twin xp_encode).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit, prange
@@ -14,6 +19,31 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _TWO_POW_53 = 1.0 / 9007199254740992.0
+ZIGGURAT_LAYERS = 256
+ZIGGURAT_R = 3.6541528853610088  # start of the tail for 256 layers of exp(-x^2 / 2)
+WORDS_PER_VALUE = 64  # counter stride between values: rejection chains longer than this have p < 1e-100
+
+
+def ziggurat_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(x, f): layer edges x_0 > x_1 = R > ... > x_256 = 0 of equal-area layers, f = exp(-x^2 / 2).
+
+    Layer 0 is the base strip (width x_0 = area / f(R), its part beyond R is the tail); layer i
+    spans heights f(x_i)..f(x_{i+1}) with width x_i, so |x| < x_{i+1} lies under the curve.
+    """
+    f = lambda v: math.exp(-0.5 * v * v)  # noqa: E731
+    r = ZIGGURAT_R
+    area = r * f(r) + math.sqrt(math.pi / 2) * math.erfc(r / math.sqrt(2))
+    x = np.zeros(ZIGGURAT_LAYERS + 1)
+    x[0], x[1] = area / f(r), r
+    for i in range(1, ZIGGURAT_LAYERS):
+        height = f(x[i]) + area / x[i]
+        x[i + 1] = math.sqrt(-2.0 * math.log(height)) if height < 1.0 else 0.0
+    x[ZIGGURAT_LAYERS] = 0.0
+    return x, np.exp(-0.5 * x * x)
+
+
+_ZIG_X, _ZIG_F = ziggurat_tables()
+_CHUNKS = 64  # parallel chunks of images, each with its own scratch buffers
 
 
 @njit(cache=True)
@@ -30,20 +60,54 @@ def image_key(seed, index):
     return _splitmix(_splitmix(np.uint64(seed)) ^ _splitmix(np.uint64(index) + _GOLDEN))
 
 
-@njit(cache=True, fastmath=False)
+@njit(cache=True)
+def _uniform_open(word):
+    """(0, 1] from the top 53 bits."""
+    return (float(np.int64(word >> np.uint64(11))) + 1.0) * _TWO_POW_53
+
+
+@njit(cache=True)
+def _normal_slow(key, j):
+    """Value j of stream `key`: the whole ziggurat (fast path, wedges, tail), words key + 64 j + a."""
+    xs, fs = _ZIG_X, _ZIG_F
+    counter = key + np.uint64(j) * np.uint64(WORDS_PER_VALUE)
+    while True:
+        word = _splitmix(counter)
+        counter += np.uint64(1)
+        layer = np.int64(word & np.uint64(255))
+        x = float(np.int64(word) >> np.int64(10)) * _TWO_POW_53 * xs[layer]  # signed: sign = top bit
+        if abs(x) < xs[layer + 1]:
+            return x
+        if layer == 0:  # tail beyond R (Marsaglia): x = R + e1 / R, accepted when 2 e2 > (e1 / R)^2
+            while True:
+                extra = -math.log(_uniform_open(_splitmix(counter))) / xs[1]
+                e2 = -math.log(_uniform_open(_splitmix(counter + np.uint64(1))))
+                counter += np.uint64(2)
+                if 2.0 * e2 > extra * extra:
+                    return xs[1] + extra if x > 0 else -(xs[1] + extra)
+        height = fs[layer] + (_uniform_open(_splitmix(counter)) - _TWO_POW_53) * (fs[layer + 1] - fs[layer])
+        counter += np.uint64(1)
+        if height < math.exp(-0.5 * x * x):
+            return x
+
+
+@njit(cache=True, inline="always")
+def _normal(key, j):
+    """Value j of stream `key`; the fast path (one word, ~99% of values) is inlined, the rest is not."""
+    word = _splitmix(key + np.uint64(j) * np.uint64(WORDS_PER_VALUE))
+    layer = np.int64(word & np.uint64(255))
+    x = float(np.int64(word) >> np.int64(10)) * _TWO_POW_53 * _ZIG_X[layer]
+    if abs(x) < _ZIG_X[layer + 1]:
+        return x
+    return _normal_slow(key, j)
+
+
+@njit(cache=True)
 def _fill_normals(key, out):
-    """out[:] ~ N(0, 1): Box-Muller on splitmix64(key + counter) pairs; value i depends only on (key, i)."""
-    size = out.size
+    """out[:] ~ N(0, 1): value i of the flattened array is value i of stream `key`."""
     flat = out.ravel()
-    for pair in range((size + 1) // 2):
-        bits1 = _splitmix(key + np.uint64(2 * pair))
-        bits2 = _splitmix(key + np.uint64(2 * pair + 1))
-        u1 = (float(bits1 >> np.uint64(11)) + 1.0) * _TWO_POW_53  # (0, 1]
-        u2 = float(bits2 >> np.uint64(11)) * _TWO_POW_53
-        radius = np.sqrt(-2.0 * np.log(u1))
-        flat[2 * pair] = radius * np.cos(2.0 * np.pi * u2)
-        if 2 * pair + 1 < size:
-            flat[2 * pair + 1] = radius * np.sin(2.0 * np.pi * u2)
+    for i in range(flat.size):
+        flat[i] = _normal(key, i)
 
 
 @njit(cache=True, parallel=True)
@@ -67,77 +131,103 @@ def _transpose_bases(bases):
 
 
 @njit(cache=True, fastmath=True)
-def _encode_image(images, out, b, transposed, types, zb, target, kernel, padding):
-    """x'[b] = x[b] + alpha fold(Z N_t^T); returns alpha. zb: (L, k) noise of image b."""
+def _encode_image(images, out, b, transposed, types, zb, shared, target, kernel, padding, delta, canvas):
+    """out[b] = images[b] + alpha fold(Z N_t^T); returns alpha.
+
+    zb: (L, k) noise of image b, or (1, k) when `shared` (the official code's layout: one z per
+    image, the same N z at every patch). delta (L, n) and canvas (C, H + 2p, W + 2p) are per-thread
+    scratch buffers: the projection runs over contiguous n, the fold scatters into the small
+    canvas, and the last pass over the image is contiguous (the hot spot was scattered 4-wide
+    writes into the large output).
+    """
     _, c, h, w = images.shape
-    n_types, k, n = transposed.shape
-    l_count = types.shape[0]
+    k, n = transposed.shape[1], transposed.shape[2]
     per_row = (w + 2 * padding - kernel) // kernel + 1
-    delta = np.zeros((l_count, n))
     energy = 0.0
-    for patch in range(l_count):
-        basis = transposed[types[patch]]
-        row = delta[patch]
-        for q in range(k):
-            weight = zb[patch, q]
-            for j in range(n):
-                row[j] += weight * basis[q, j]
+    for patch in range(types.shape[0]):
+        t = types[patch]
+        source = 0 if shared else patch
         for j in range(n):
-            energy += row[j] * row[j]
+            delta[patch, j] = 0.0
+        for q in range(k):
+            weight = zb[source, q]
+            for j in range(n):
+                delta[patch, j] += weight * transposed[t, q, j]
+        for j in range(n):
+            energy += delta[patch, j] * delta[patch, j]
     alpha = np.sqrt(target / energy)
-    for patch in range(l_count):
-        top = (patch // per_row) * kernel - padding
-        left = (patch % per_row) * kernel - padding
+    for patch in range(types.shape[0]):
+        top = (patch // per_row) * kernel
+        left = (patch % per_row) * kernel
         j = 0
         for ch in range(c):
             for dy in range(kernel):
-                y = top + dy
                 for dx in range(kernel):
-                    x = left + dx
-                    if padding == 0 or (0 <= y < h and 0 <= x < w):
-                        out[b, ch, y, x] = images[b, ch, y, x] + alpha * delta[patch, j]
+                    canvas[ch, top + dy, left + dx] = delta[patch, j]
                     j += 1
+    source_image, target_image = images[b], out[b]
+    for ch in range(c):
+        for y in range(h):
+            for x in range(w):
+                target_image[ch, y, x] = source_image[ch, y, x] + alpha * canvas[ch, y + padding, x + padding]
     return alpha
 
 
+@njit(cache=True)
+def _scratch(images, transposed, types, kernel, padding):
+    _, c, h, w = images.shape
+    canvas = np.zeros((c, h + 2 * padding + kernel, w + 2 * padding + kernel))  # trailing rows stay 0
+    return np.empty((types.shape[0], transposed.shape[2])), canvas
+
+
 @njit(cache=True, parallel=True, fastmath=True)
-def encode_nonoverlap(images, bases, types, z, psnr, kernel, padding):
+def encode_nonoverlap(images, bases, types, z, psnr, kernel, padding, shared):
     """Non-overlapping stems (stride == kernel): x' = x + alpha * fold(Z N_t^T), per image, Z given.
 
     images (B, C, H, W) float32 in [0, 1] (checked finite before the call); bases (T, n, k): one
     basis per border type (type 0 the interior; border patches of a padded stem use a basis that
     is zero on padded coordinates, trailing columns zero when that type has fewer dimensions);
-    types (L,) the type of each patch position; z (B, L, k). alpha per image so that the mean
-    squared change over the image equals 10^(-psnr/10) (data range 1). One pass per image into a
-    small (L, n) buffer: the patch matrix of the image is never materialised. Returns (x', alpha).
+    types (L,) the type of each patch position; z (B, L, k), or (B, >=1, k) with `shared` (row 0
+    used at every patch). alpha per image so that the mean squared change over the image equals
+    10^(-psnr/10) (data range 1). One pass per image into a small (L, n) buffer: the patch matrix
+    of the image is never materialised. Returns (x', alpha).
     """
     _, c, h, w = images.shape
     transposed = _transpose_bases(bases)
-    out = images.copy()
+    out = np.empty_like(images)
     alphas = np.empty(images.shape[0])
     target = 10.0 ** (-psnr / 10.0) * (c * h * w)
-    for b in prange(images.shape[0]):
-        alphas[b] = _encode_image(images, out, b, transposed, types, z[b], target, kernel, padding)
+    for chunk in prange(_CHUNKS):
+        delta, canvas = _scratch(images, transposed, types, kernel, padding)
+        for b in range(chunk, images.shape[0], _CHUNKS):
+            alphas[b] = _encode_image(
+                images, out, b, transposed, types, z[b], shared, target, kernel, padding, delta, canvas
+            )
     return out, alphas
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def encode_nonoverlap_seeded(images, bases, types, seed, first_index, psnr, kernel, padding):
+def encode_nonoverlap_seeded(images, bases, types, seed, first_index, psnr, kernel, padding, shared):
     """encode_nonoverlap with Z drawn inside, per image, from the counter-based stream (seed, index).
 
     Equal to encode_nonoverlap(images, ..., draw_normals(seed, first_index, B, L, k), ...), without
-    the (B, L, k) noise array: the whole encode is one parallel pass over the images.
+    the (B, L, k) noise array: the whole encode is one parallel pass over the images. With `shared`
+    only the first k values of each image's stream are drawn (row 0 of the same Z).
     """
     _, c, h, w = images.shape
     k = bases.shape[2]
     transposed = _transpose_bases(bases)
-    out = images.copy()
+    out = np.empty_like(images)
     alphas = np.empty(images.shape[0])
     target = 10.0 ** (-psnr / 10.0) * (c * h * w)
-    for b in prange(images.shape[0]):
-        zb = np.empty((types.shape[0], k))
-        _fill_normals(image_key(seed, first_index + b), zb)
-        alphas[b] = _encode_image(images, out, b, transposed, types, zb, target, kernel, padding)
+    for chunk in prange(_CHUNKS):
+        delta, canvas = _scratch(images, transposed, types, kernel, padding)
+        zb = np.empty((1 if shared else types.shape[0], k))
+        for b in range(chunk, images.shape[0], _CHUNKS):
+            _fill_normals(image_key(seed, first_index + b), zb)
+            alphas[b] = _encode_image(
+                images, out, b, transposed, types, zb, shared, target, kernel, padding, delta, canvas
+            )
     return out, alphas
 
 
