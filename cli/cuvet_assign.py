@@ -473,6 +473,12 @@ def bench_cmd(
     synthetic data, oracle. Every estimate is turned into a policy by the same exact LP
     (Numba on the CPU; with --device cuda the vectorized CuPy twin).
 
+    With --truth, the cuvet and cuvet-b rows also carry leaf_bound: the share of the oracle
+    value that the best policy constant on the model's leaves gets (the exact LP on the
+    true cell-mean probabilities). It separates what the tree's partition allows from what
+    the leaf fits and the allocation make of it; oracle_frac <= leaf_bound whenever the
+    policy is cost-feasible.
+
     A summary table (means over seeds and folds) goes to stderr unless -q.
 
     \b
