@@ -99,6 +99,42 @@ def test_paper_effect_cuvet_b_is_cost_feasible_and_no_worse_than_uniform():
     assert by.loc["cuvet-b", "true_cost"] <= by.loc["cuvet-b", "budget"]
     assert by.loc["cuvet-b", "true_value"] >= 0.98 * by.loc["uniform", "true_value"]
     assert by.loc["cuvet-b", "oracle_frac"] > 0.85
+    # its policy is constant on its leaves and true-feasible, so the leaves' bound caps it
+    assert by.loc["cuvet-b", "leaf_bound"] >= by.loc["cuvet-b", "oracle_frac"] - 1e-9
+
+
+def test_leaf_bound_is_the_oracle_on_the_true_cohorts_and_caps_every_leaf_constant_policy():
+    """cell_oracle: exact on the true cohorts (the truth is constant there), monotone under refinement,
+    and no policy constant on the cells beats it at the policy's own true cost."""
+    from methodkit.tools.cuvet.baselines import cell_oracle, oracle
+
+    frame, truth = _frame(20_000, 0)
+    p = synth.true_probs(frame, truth)
+    kappa = np.asarray(truth["arm_costs"], float)
+    budget = 0.3 * float((p[:, -1] * kappa[-1]).mean())
+
+    def value(pi):
+        return float((pi * p).sum(1).mean())
+
+    def cost(pi):
+        return float((pi * p * kappa).sum(1).mean())
+
+    cohort = synth.cohort_of(frame)
+    best = value(oracle(p, kappa, budget))
+    assert value(cell_oracle(cohort, p, kappa, budget)) == pytest.approx(best, rel=1e-12)
+    root = value(cell_oracle(np.zeros(len(frame), int), p, kappa, budget))
+    half = value(cell_oracle(cohort // 4, p, kappa, budget))  # x0 > 0 only: coarser than the cohorts
+    assert root <= half + 1e-12 and half <= best + 1e-12
+    assert best - root > 1e-4  # the cohorts matter here, so the bound is not trivially flat
+
+    rng = np.random.default_rng(0)
+    cells = rng.integers(0, 8, len(frame))  # cells unrelated to the cohorts
+    mix = rng.dirichlet(np.ones(5), 8)[cells]
+    assert value(mix) <= value(cell_oracle(cells, p, kappa, cost(mix))) + 1e-12
+    model = fit(load_rct(frame, "treatment", "conversion", COSTS), budget_frac=0.3, pruned=False)
+    leaf, pi, _ = model.policy(load_rct(frame, "treatment", "conversion", COSTS).X)
+    assert model.n_train == len(frame) and len(model.leaves) > 1
+    assert value(pi) <= value(cell_oracle(leaf, p, kappa, cost(pi))) + 1e-12
 
 
 def test_bench_lp_through_an_array_module_matches_numba():

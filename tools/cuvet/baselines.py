@@ -102,6 +102,20 @@ def leaf_estimates(model: CuvetModel, X: np.ndarray) -> tuple[np.ndarray, np.nda
     return dv, table_c[leaf]
 
 
+def cell_oracle(cells: np.ndarray, p: np.ndarray, arm_costs, budget_per_user: float) -> np.ndarray:
+    """The best policy that is constant on each cell (a tree's leaves), from the true probabilities.
+
+    The exact LP on the cell-mean conversion probabilities: what any leaf fit and allocation
+    could at best make of that partition. Its value bounds every policy constant on the cells,
+    so it separates what a tree's partition allows from what its leaf estimates deliver.
+    """
+    cells = np.asarray(cells, dtype=np.int64)
+    size = np.bincount(cells).astype(float)
+    means = np.column_stack([np.bincount(cells, weights=p[:, a]) for a in range(p.shape[1])])
+    means /= np.maximum(size, 1.0)[:, None]
+    return oracle(means[cells], arm_costs, budget_per_user)
+
+
 def oracle(p: np.ndarray, arm_costs, budget_per_user: float, xp=None) -> np.ndarray:
     """The exact LP on the true conversion probabilities (cost paid on conversion)."""
     kappa = np.asarray(arm_costs, float)[None, :]

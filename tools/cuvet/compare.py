@@ -169,6 +169,10 @@ def run_split(
                 )
             if method in models:
                 row["leaves"] = len(models[method].leaves)
+                if probs is not None:  # what the best policy constant on these leaves would get
+                    cells = models[method].leaf_of(test.X)
+                    bound = float((baselines.cell_oracle(cells, probs, kappa, b) * probs).sum(1).mean())
+                    row["leaf_bound"] = (bound - true_ctl) / (true_oracle - true_ctl)
             rows.append(row)
     return rows
 

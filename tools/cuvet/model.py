@@ -305,12 +305,14 @@ def fit(
     seed: int = 0,
     params: TreeParams | None = None,
     honest: bool = True,
+    pruned: bool = True,
     progress: ProgressCallback = silent,
 ) -> CuvetModel:
     """Grow the tree, fit per-leaf power laws and solve lam (CUVET, or CUVET-B with use_bayes).
 
     `budget` is the total for the rows of `data`; `budget_frac` a fraction of the cost of
     giving everyone the costliest arm. Both are turned into a per-user budget.
+    `pruned=False` keeps the grown tree (the issue's stopping rules only), for diagnosis.
     """
     params = params or TreeParams()
     warnings = list(data.warnings)
@@ -369,7 +371,7 @@ def fit(
             categorical=categorical,
         )
         leaf_idx = tree.leaf_of_codes(codes_t[:, est])
-        if honest:
+        if honest and pruned:
             struct_idx = tree.leaf_of_codes(codes_t[:, struct])
             est_stats, struct_stats, est_cross = [], [], []
             for k in range(tree.n_leaves):
