@@ -329,25 +329,10 @@ def sample(kind, shape, seed, n, table):
 
 
 @njit(cache=True)
-def _systematic_resample(weights, total, u0, index):
-    """Systematic resampling: index[p] for P equally spaced points (u0 + p) / P, u0 in [0, 1), on the
-    cumulative weights divided by their sum `total`."""
-    P = weights.shape[0]
-    j = 0
-    cum = weights[0]
-    step = total / P
-    for p in range(P):
-        u = (u0 + p) * step
-        while u > cum and j < P - 1:
-            j += 1
-            cum += weights[j]
-        index[p] = j
-
-
-@njit(cache=True)
 def _systematic_gather(weights, total, u0, a, b, c, d, e, f, a2, b2, c2, d2, e2, f2):
     """Systematic resampling fused with the copy: x2[p] = x[index[p]] for the six particle arrays (pass the
-    same array twice where fewer are needed), index as in _systematic_resample."""
+    same array twice where fewer are needed), index[p] the ancestor of the P equally spaced points
+    (u0 + p) / P, u0 in [0, 1), on the cumulative weights divided by their sum `total`."""
     P = weights.shape[0]
     j = 0
     cum = weights[0]
