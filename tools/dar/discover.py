@@ -115,6 +115,20 @@ def _score(codes: np.ndarray, dense: np.ndarray, y: np.ndarray, classes: int, ta
     return members, _entropy_rows(table.astype(np.float64), classes), members - table[:, target]
 
 
+def _dense_cells(codes: np.ndarray, width: int, y: np.ndarray, classes: int, cfg: DiscoverConfig):
+    """Each cell of one subspace whose support is within [s_lo, s_hi]: (code, count, members, entropy,
+    pool, levels), levels being the code's base-xi digits, one per subspace coordinate."""
+    n, xi = len(codes), cfg.levels()
+    values, counts = np.unique(codes, return_counts=True)
+    keep = (counts >= cfg.s_lo * n) & (counts <= cfg.s_hi * n)
+    if not keep.any():
+        return
+    members, entropy, pool = _score(codes, values[keep], y, classes, cfg.target)
+    for code, count, m, h, p in zip(values[keep], counts[keep], members, entropy, pool):
+        levels = np.array([(code // xi**k) % xi for k in reversed(range(width))])
+        yield code, count, m, h, p, levels
+
+
 def window_codes(x: np.ndarray, r: int, c: int, w: int, xi: int) -> np.ndarray:
     """Cell code of every image for the window at (r, c): the kernel's quantisation, in NumPy."""
     levels = (x[:, r : r + w, c : c + w].reshape(len(x), -1).astype(np.int64) * xi) // 256
@@ -193,13 +207,7 @@ def frequency_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: Discov
             block = [(u + i, v + j) for i in range(b) for j in range(b)]
             levels = np.stack([np.clip(np.digitize(z[:, a, c], edges[1:-1]), 0, xi - 1) for a, c in block], axis=1)
             codes = levels @ (xi ** np.arange(len(block) - 1, -1, -1))
-            values, counts = np.unique(codes, return_counts=True)
-            keep = (counts >= cfg.s_lo * n) & (counts <= cfg.s_hi * n)
-            if not keep.any():
-                continue
-            members, entropy, pool = _score(codes, values[keep], y, classes, cfg.target)
-            for code, count, m, h, p in zip(values[keep], counts[keep], members, entropy, pool):
-                lv = np.array([(code // xi**k) % xi for k in reversed(range(len(block)))])
+            for _, count, m, h, p, lv in _dense_cells(codes, len(block), y, classes, cfg):
                 rules.append(
                     Rule("frequency", edges[lv].tolist(), edges[lv + 1].tolist(), coeffs=[list(map(int, q)) for q in block],
                          mean=[float(mean[a, c]) for a, c in block], sd=[float(sd[a, c]) for a, c in block],
@@ -241,13 +249,7 @@ def whitened_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: Discove
     for subspace in itertools.combinations(range(len(directions)), cfg.dims):
         idx = list(subspace)
         codes = levels[:, idx] @ (xi ** np.arange(len(idx) - 1, -1, -1))
-        values, counts = np.unique(codes, return_counts=True)
-        keep = (counts >= cfg.s_lo * n) & (counts <= cfg.s_hi * n)
-        if not keep.any():
-            continue
-        members, entropy, pool = _score(codes, values[keep], y, classes, cfg.target)
-        for code, count, m, h, p in zip(values[keep], counts[keep], members, entropy, pool):
-            lv = np.array([(code // xi**k) % xi for k in reversed(range(len(idx)))])
+        for code, count, m, h, p, lv in _dense_cells(codes, len(idx), y, classes, cfg):
             inside = codes == code
             # end levels stop at the most extreme member (the support of clean data), nudged so it is inside
             lo = np.where(lv == 0, z[inside][:, idx].min(axis=0) - 1e-6, edges[lv])
