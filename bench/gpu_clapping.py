@@ -14,20 +14,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-
-
-def _cpu_time(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def _gpu_time(cupy, fn, repeat):
@@ -81,6 +71,8 @@ def _shape(cupy, ck, gk, shape: str, repeat: int) -> int:
         print(f"MISMATCH quant:2 {shape}", file=sys.stderr)
         failures += 1
 
+    from methodkit.tools.clapping.kernel_bench import _best as best_cpu_time
+
     m_cpu, m_gpu = m.copy(), cupy.asarray(m)
     cases = [
         ("topk:0.05", lambda: ck.delta_topk_update(a, m_cpu, k), lambda: gk.delta_topk_update(a_gpu, m_gpu, k)),
@@ -97,7 +89,7 @@ def _shape(cupy, ck, gk, shape: str, repeat: int) -> int:
     ]
     for name, cpu_fn, gpu_fn in cases:
         cpu_fn()  # Numba compile / cache load
-        cpu_s = _cpu_time(cpu_fn, repeat)
+        cpu_s = best_cpu_time(cpu_fn, repeat)
         gpu_s = _gpu_time(cupy, gpu_fn, repeat)
         print(f"{name} {shape} {cpu_s:.6f} {gpu_s:.6f} {cpu_s / gpu_s:.1f}", flush=True)
     return failures
