@@ -317,11 +317,11 @@ def test_ziggurat_normals_match_the_normal_law_in_the_body_and_the_tail():
 def test_shared_layout_adds_the_same_key_noise_to_every_patch():
     key = extract_key(_stem())
     x = _images(3)
-    c = encode(x, key, 15.0, seed=2, layout="shared", w_pixel=_stem().pixel_matrix())
+    c = encode(x, key, 15.0, seed=2, w_pixel=_stem().pixel_matrix())  # shared is the default
     delta = unfold(c.x - x, 4, 4)  # (B, L, n)
     np.testing.assert_allclose(delta, np.broadcast_to(delta[:, :1], delta.shape), atol=1e-6)
     assert np.allclose(c.psnr, 15.0, atol=1e-3) and c.certificate.max() < 1e-4
-    per_patch = encode(x, key, 15.0, seed=2)
+    per_patch = encode(x, key, 15.0, seed=2, layout="patch")
     z0 = draw_noise(2, 0, 3, 1, key.k)[:, 0]  # row 0 of the per-patch stream is the shared z
     direction = z0 @ key.basis.T
     cos = (

@@ -52,6 +52,7 @@ def pair(
     psnr: float = 10.0,
     seed: int = 0,
     mc_images: int = 64,
+    layout: str = "shared",
 ) -> PairSpectrum:
     key = key or extract_key(stem_a)
     wa, wb = stem_a.pixel_matrix(), stem_b.pixel_matrix()
@@ -72,7 +73,7 @@ def pair(
     mc = None
     if clean is not None:
         sample = clean[:mc_images]
-        cipher = encode(sample, key, psnr, seed=seed)
+        cipher = encode(sample, key, psnr, seed=seed, layout=layout)
         delta = cipher.view - sample  # NTE noise as an image (fold-averaged for overlapping stems)
         g = np.random.default_rng(np.random.SeedSequence([seed, 99])).standard_normal(delta.shape)
         g *= np.linalg.norm(delta.reshape(len(delta), -1), axis=1).reshape(-1, 1, 1, 1) / np.linalg.norm(
