@@ -543,7 +543,14 @@ def attack_cmd(
 )
 @common_options("output", "format", "seed", "force", "meta", "quiet", "verbose")
 def spectrum_cmd(models, data_path, dataset, limit, psnr, layout, **_):
-    """Misalignment of the first model's key with each other model: CSV (leak, snr_leak, angles, HW gap)."""
+    """Misalignment of the first model's key with each other model: CSV (leak, snr_leak, angles, HW gap).
+
+    Same geometry: leak, snr_leak, mean cos^2 of the principal angles, Hoffman-Wielandt, Frobenius
+    and spectral gaps (a stem with more channels is compared with zero rows added to the smaller).
+    With --data/--dataset, for any geometry (Monte-Carlo on NTE noise of --layout): mc_ratio (gain
+    on NTE noise / on white noise), noise_share (share of the noise in B's row space, with its chance
+    level rank/n) and snr_mc (B's feature noise-to-signal at --psnr).
+    """
     from pathlib import Path
 
     import pandas as pd
