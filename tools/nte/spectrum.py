@@ -10,7 +10,8 @@ Any geometry, Monte-Carlo (ours, so models of every geometry share one scale): n
 E||P_B u||^2 / E||u||^2, u = B's patches of delta, P_B the projector onto row(W'_B) (the share of
 the NTE noise B's stem can see at all; chance = rank / n; for the same geometry the energy-weighted
 mean cos^2 of row(W'_B) with span(N_A)); snr_mc = E||W'_B u||^2 / E||W'_B (p - p_bar)||^2, B's
-feature noise-to-signal at the PSNR (equals snr_leak for the same geometry, up to sampling).
+feature noise-to-signal at the PSNR (for the same geometry k * snr_leak up to sampling: the issue's
+snr_leak = alpha^2 leak / signal counts the noise per key dimension, E||N z||^2 = k).
 """
 
 from __future__ import annotations
