@@ -14,11 +14,13 @@ import time
 
 import numpy as np
 
-CASES = [  # (images, side, kernel, c_out, padding)
-    (10_000, 28, 4, 8, 0),
-    (10_000, 28, 4, 8, 2),
-    (100_000, 28, 4, 8, 0),
-    (1_000, 224, 16, 192, 0),  # ViT-style patchify, 3 channels below
+CASES = [  # (images, side, kernel, c_out, padding, shared): shared = the default layout (one z per image)
+    (10_000, 28, 4, 8, 0, True),
+    (10_000, 28, 4, 8, 0, False),
+    (10_000, 28, 4, 8, 2, True),
+    (10_000, 28, 4, 8, 2, False),
+    (100_000, 28, 4, 8, 0, True),
+    (1_000, 224, 16, 192, 0, False),  # ViT-style patchify, 3 channels below
 ]
 
 
@@ -38,7 +40,7 @@ def main() -> int:
     print(f"# device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
     print("case size cpu_s gpu_s ratio")
     bad = 0
-    for count, side, kernel, c_out, padding in CASES:
+    for count, side, kernel, c_out, padding, shared in CASES:
         channels = 3 if side == 224 else 1
         rng = np.random.default_rng(count + side)
         stem = Stem(
@@ -47,19 +49,19 @@ def main() -> int:
         key = extract_key(stem)
         x = rng.random((count, channels, side, side)).astype(np.float32)
         bases, types = border_bases(key.basis, channels, kernel, kernel, padding, side, side)
-        kernels.encode_nonoverlap_seeded(x[:2], bases, types, 3, 0, 10.0, kernel, padding, False)  # compile
-        xp_encode.encode_nonoverlap(cupy, x[:2], bases, types, 3, 0, 10.0, kernel, padding, False)
+        kernels.encode_nonoverlap_seeded(x[:2], bases, types, 3, 0, 10.0, kernel, padding, shared)  # compile
+        xp_encode.encode_nonoverlap(cupy, x[:2], bases, types, 3, 0, 10.0, kernel, padding, shared)
         cupy.cuda.Device().synchronize()
         start = time.perf_counter()
-        cpu, cpu_alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 3, 0, 10.0, kernel, padding, False)
+        cpu, cpu_alpha = kernels.encode_nonoverlap_seeded(x, bases, types, 3, 0, 10.0, kernel, padding, shared)
         cpu_s = time.perf_counter() - start
         x_gpu = cupy.asarray(x)
         cupy.cuda.Device().synchronize()
         start = time.perf_counter()
-        gpu, gpu_alpha = xp_encode.encode_nonoverlap(cupy, x_gpu, bases, types, 3, 0, 10.0, kernel, padding, False)
+        gpu, gpu_alpha = xp_encode.encode_nonoverlap(cupy, x_gpu, bases, types, 3, 0, 10.0, kernel, padding, shared)
         cupy.cuda.Device().synchronize()
         gpu_s = time.perf_counter() - start
-        size = f"n={count},side={side},k={kernel},c_out={c_out},p={padding}"
+        size = f"n={count},side={side},k={kernel},c_out={c_out},p={padding},{'shared' if shared else 'patch'}"
         print(f"encode_nonoverlap {size} {cpu_s:.4f} {gpu_s:.4f} {cpu_s / gpu_s:.2f}", flush=True)
         diff = float(np.abs(cupy.asnumpy(gpu) - cpu).max())
         alpha_diff = float(np.max(np.abs(cupy.asnumpy(gpu_alpha) / cpu_alpha - 1)))

@@ -125,7 +125,9 @@ def attack(seed, layout, key, auth, chosen, models, x, y, xt, yt, public, attack
         "jpeg:75": lambda v: attacks.jpeg(v, 75),
         "wiener": attacks.wiener_fit(cipher.view, public, 4, 4),
     }
-    restorers["denoiser"], _ = train_denoiser(cipher.view, public, 4, 4, k=key.k, epochs=EPOCHS, seed=seed)
+    restorers["denoiser"], _ = train_denoiser(
+        cipher.view, public, 4, 4, k=key.k, epochs=EPOCHS, seed=seed, layout=layout
+    )
     best = {}
     for name, restore in restorers.items():
         rows = evaluate(others, set(), xt, yt, {name: {"x": restore(cipher.view), "patches": None}})

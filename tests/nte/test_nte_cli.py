@@ -67,14 +67,15 @@ def test_pipeline_authorized_exact_unauthorized_hurt(zoo, run_cli):
     assert auth["agreement"] == 1.0 and auth["max_abs_dlogit"] < 1e-4
     unauth_drops = [rows["pcnn-p4c8-s1"]["drop"], rows["cnn5s2c12-s0"]["drop"]]
     assert np.mean(unauth_drops) > 0.05, rows
-    # the official code's layout (one z per image at every patch): still exact for the authorized model
+    assert summary["layout"] == "shared"  # the default: the official code's one z per image
+    # the per-patch layout (Z i.i.d. per patch): also exact for the authorized model
     enc = run_cli(
-        ["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "--layout", "shared",
+        ["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "--layout", "patch",
          "-o", "s10.npz", "--model", "zoo/pcnn-p4c8-s0.safetensors"],
         cwd=zoo,
     )  # fmt: skip
     summary = json.loads(enc.stdout)
-    assert summary["layout"] == "shared" and summary["certificate_max"] < 1e-4
+    assert summary["layout"] == "patch" and summary["certificate_max"] < 1e-4
     proc = run_cli(["nte-encode", "eval", "s10.npz", "--clean", "clean.npz", "--auth",
                     "zoo/pcnn-p4c8-s0.safetensors"], cwd=zoo)  # fmt: skip
     assert _json_lines(proc)[0]["agreement"] == 1.0

@@ -130,10 +130,13 @@ def test_encode_patches_kernel_matches_numpy_reference():
     np.testing.assert_allclose(out, patches + expected_alpha[:, None, None] * delta, atol=1e-6)
 
 
-def test_patch_cov_kernel_matches_numpy():
-    x = _images(7).astype(np.float64)
-    total, sums, count = kernels.patch_cov(x, 4, 2)
-    p = unfold(x, 4, 2).reshape(-1, 16)
+@pytest.mark.parametrize(
+    "shape, kernel, stride", [((7, 1, 28, 28), 4, 2), ((5, 2, 13, 17), 3, 2), ((3, 3, 10, 11), 2, 3)]
+)
+def test_patch_cov_kernel_matches_numpy(shape, kernel, stride):
+    x = np.random.default_rng(1).random(shape)
+    total, sums, count = kernels.patch_cov(x, kernel, stride)
+    p = unfold(x, kernel, stride).reshape(-1, shape[1] * kernel * kernel)
     assert count == p.shape[0]
     np.testing.assert_allclose(total, p.T @ p, rtol=1e-10)
     np.testing.assert_allclose(sums, p.sum(axis=0), rtol=1e-10)
@@ -221,16 +224,23 @@ def test_body_lipschitz_bounds_the_observed_ratio():
 
 def test_spectrum_same_stem_leaks_nothing_and_leak_grows_with_misalignment():
     a = _stem(seed=0)
-    self_pair = pair("a", a, "a", a)
+    self_pair = pair("a", a, "a", a, clean=_images(4))
     assert self_pair.leak < 1e-20 and self_pair.hw_gap == pytest.approx(0, abs=1e-9)
+    assert self_pair.noise_share < 1e-12 and self_pair.snr_mc < 1e-12  # the key's noise is invisible to A
     leaks = []
     for t in (0.05, 0.2, 1.0):
         b = Stem(misaligned_stem(a.weight, t, 0), 4, 0, a.mean, a.std)
-        result = pair("a", a, "b", b, clean=_images(8), psnr=10.0)
+        result = pair("a", a, "b", b, clean=_images(8), psnr=10.0, layout="patch")
         assert result.hw_gap <= result.frobenius_gap + 1e-12
         assert result.leak_spectral <= result.spectral_gap + 1e-12
+        # the any-geometry estimate agrees: snr_leak (the formula) is per key dimension (k = 8)
+        assert result.snr_mc == pytest.approx(8 * result.snr_leak, rel=0.2)
+        assert 0 < result.noise_share < 1 and result.noise_share_chance == 0.5
         leaks.append(result.leak)
     assert leaks == sorted(leaks) and leaks[0] > 0
+    wide = pair("a", a, "b", _stem(c_out=12, seed=3))  # same geometry, more channels: zero rows pad A
+    assert wide.same_geometry and wide.hw_gap <= wide.frobenius_gap + 1e-12
+    assert wide.leak_spectral <= wide.spectral_gap + 1e-12
 
 
 def test_monte_carlo_ratio_is_large_for_a_misaligned_other_geometry():
@@ -317,11 +327,11 @@ def test_ziggurat_normals_match_the_normal_law_in_the_body_and_the_tail():
 def test_shared_layout_adds_the_same_key_noise_to_every_patch():
     key = extract_key(_stem())
     x = _images(3)
-    c = encode(x, key, 15.0, seed=2, layout="shared", w_pixel=_stem().pixel_matrix())
+    c = encode(x, key, 15.0, seed=2, w_pixel=_stem().pixel_matrix())  # shared is the default
     delta = unfold(c.x - x, 4, 4)  # (B, L, n)
     np.testing.assert_allclose(delta, np.broadcast_to(delta[:, :1], delta.shape), atol=1e-6)
     assert np.allclose(c.psnr, 15.0, atol=1e-3) and c.certificate.max() < 1e-4
-    per_patch = encode(x, key, 15.0, seed=2)
+    per_patch = encode(x, key, 15.0, seed=2, layout="patch")
     z0 = draw_noise(2, 0, 3, 1, key.k)[:, 0]  # row 0 of the per-patch stream is the shared z
     direction = z0 @ key.basis.T
     cos = (

@@ -119,68 +119,119 @@ def draw_normals(seed, first_index, count, rows, cols):
     return out
 
 
-@njit(cache=True, fastmath=True)
-def _transpose_bases(bases):
-    n_types, n, k = bases.shape
-    transposed = np.empty((n_types, k, n))  # (k, n) per type: the inner loop runs over contiguous n
-    for t in range(n_types):
-        for j in range(n):
-            for q in range(k):
-                transposed[t, q, j] = bases[t, j, q]
-    return transposed
-
-
-@njit(cache=True, fastmath=True)
-def _encode_image(images, out, b, transposed, types, zb, shared, target, kernel, padding, delta, canvas):
-    """out[b] = images[b] + alpha fold(Z N_t^T); returns alpha.
-
-    zb: (L, k) noise of image b, or (1, k) when `shared` (the official code's layout: one z per
-    image, the same N z at every patch). delta (L, n) and canvas (C, H + 2p, W + 2p) are per-thread
-    scratch buffers: the projection runs over contiguous n, the fold scatters into the small
-    canvas, and the last pass over the image is contiguous (the hot spot was scattered 4-wide
-    writes into the large output).
-    """
-    _, c, h, w = images.shape
-    k, n = transposed.shape[1], transposed.shape[2]
-    per_row = (w + 2 * padding - kernel) // kernel + 1
-    energy = 0.0
-    for patch in range(types.shape[0]):
-        t = types[patch]
-        source = 0 if shared else patch
-        for j in range(n):
-            delta[patch, j] = 0.0
-        for q in range(k):
-            weight = zb[source, q]
-            for j in range(n):
-                delta[patch, j] += weight * transposed[t, q, j]
-        for j in range(n):
-            energy += delta[patch, j] * delta[patch, j]
-    alpha = np.sqrt(target / energy)
-    for patch in range(types.shape[0]):
-        top = (patch // per_row) * kernel
-        left = (patch % per_row) * kernel
-        j = 0
-        for ch in range(c):
-            for dy in range(kernel):
-                for dx in range(kernel):
-                    canvas[ch, top + dy, left + dx] = delta[patch, j]
-                    j += 1
-    source_image, target_image = images[b], out[b]
-    for ch in range(c):
-        for y in range(h):
-            for x in range(w):
-                target_image[ch, y, x] = source_image[ch, y, x] + alpha * canvas[ch, y + padding, x + padding]
-    return alpha
+_BLOCK = 16  # images per projection block: one small BLAS product (16 L x k) @ (k x T n) per block
 
 
 @njit(cache=True)
-def _scratch(images, transposed, types, kernel, padding):
-    _, c, h, w = images.shape
-    canvas = np.zeros((c, h + 2 * padding + kernel, w + 2 * padding + kernel))  # trailing rows stay 0
-    return np.empty((types.shape[0], transposed.shape[2])), canvas
+def _fill_normals_at(key, flat, start, count):
+    """flat[start:start + count] = values 0..count-1 of stream `key` (no slice views: flat stays C)."""
+    for i in range(count):
+        flat[start + i] = _normal(key, i)
+
+
+@njit(cache=True)
+def _stacked_bases(bases):
+    """(k, T n): column block t is N_t^T, so one product Z @ stacked projects onto every border type."""
+    n_types, n, k = bases.shape
+    stacked = np.empty((k, n_types * n))
+    for t in range(n_types):
+        for j in range(n):
+            for q in range(k):
+                stacked[q, t * n + j] = bases[t, j, q]
+    return stacked
+
+
+@njit(cache=True, fastmath=True)
+def _finish_image(image, out_image, delta, first_row, types, type_counts, shared, target, kernel, padding):
+    """out_image = image + alpha fold(delta rows); returns alpha. Writes every real pixel once, in order.
+
+    delta (rows, T n) holds Z N_t^T for this image from row `first_row` on: one row per patch, or a
+    single row used at every patch when `shared`. Row r, column block t is patch r's noise if its
+    border type is t. alpha makes the image's mean squared change 10^(-psnr/10) (`target` = that
+    times C H W). The fold writes rows of the output in order, straight from delta (no canvas).
+    """
+    c, h, w = image.shape
+    n = c * kernel * kernel
+    per_row = (w + 2 * padding - kernel) // kernel + 1
+    n_rows = (h + 2 * padding - kernel) // kernel + 1
+    energy = 0.0
+    if shared:  # one noise row, repeated at every patch: each type's energy times its count
+        for t in range(type_counts.shape[0]):
+            if type_counts[t]:
+                part = 0.0
+                for j in range(n):
+                    part += delta[first_row, t * n + j] * delta[first_row, t * n + j]
+                energy += type_counts[t] * part
+    else:
+        for patch in range(types.shape[0]):
+            offset = types[patch] * n
+            for j in range(n):
+                energy += delta[first_row + patch, offset + j] * delta[first_row + patch, offset + j]
+    alpha = np.sqrt(target / energy)
+    if padding == 0:  # one border type, every patch inside the image: the tight loop (3x faster)
+        for ch in range(c):
+            for pr in range(n_rows):
+                for dy in range(kernel):
+                    y = pr * kernel + dy
+                    for pc in range(per_row):
+                        row = first_row + (0 if shared else pr * per_row + pc)
+                        base = (ch * kernel + dy) * kernel
+                        left = pc * kernel
+                        for dx in range(kernel):
+                            out_image[ch, y, left + dx] = image[ch, y, left + dx] + alpha * delta[row, base + dx]
+        return alpha
+    for ch in range(c):
+        for pr in range(n_rows):
+            for dy in range(kernel):
+                y = pr * kernel + dy - padding
+                if y < 0 or y >= h:
+                    continue
+                for pc in range(per_row):
+                    patch = pr * per_row + pc
+                    row = first_row + (0 if shared else patch)
+                    base = types[patch] * n + (ch * kernel + dy) * kernel
+                    left = pc * kernel - padding
+                    for dx in range(max(0, -left), min(kernel, w - left)):
+                        out_image[ch, y, left + dx] = image[ch, y, left + dx] + alpha * delta[row, base + dx]
+    return alpha
 
 
 @njit(cache=True, parallel=True, fastmath=True)
+def _encode_blocks(images, bases, types, z, seed, first_index, psnr, kernel, padding, shared, seeded):
+    """Shared body of the two encode kernels: Z given (z) or drawn per image (seeded)."""
+    b_count, c, h, w = images.shape
+    k = bases.shape[2]
+    stacked = _stacked_bases(bases)
+    type_counts = np.zeros(bases.shape[0], np.int64)
+    for patch in range(types.shape[0]):
+        type_counts[types[patch]] += 1
+    z_rows = 1 if shared else types.shape[0]
+    out = np.empty_like(images)
+    alphas = np.empty(b_count)
+    target = 10.0 ** (-psnr / 10.0) * (c * h * w)
+    n_blocks = (b_count + _BLOCK - 1) // _BLOCK
+    for chunk in prange(_CHUNKS):
+        zflat = np.zeros(_BLOCK * z_rows * k)  # rows past the last image of a block stay 0
+        delta = np.empty((_BLOCK * z_rows, stacked.shape[1]))
+        for block in range(chunk, n_blocks, _CHUNKS):
+            first = block * _BLOCK
+            last = min(first + _BLOCK, b_count)
+            for b in range(first, last):
+                start = (b - first) * z_rows * k
+                if seeded:
+                    _fill_normals_at(image_key(seed, first_index + b), zflat, start, z_rows * k)
+                else:
+                    for r in range(z_rows):
+                        for q in range(k):
+                            zflat[start + r * k + q] = z[b, r, q]
+            np.dot(zflat.reshape((_BLOCK * z_rows, k)), stacked, delta)  # BLAS: every patch of the block
+            for b in range(first, last):
+                alphas[b] = _finish_image(
+                    images[b], out[b], delta, (b - first) * z_rows, types, type_counts, shared, target, kernel, padding
+                )
+    return out, alphas
+
+
 def encode_nonoverlap(images, bases, types, z, psnr, kernel, padding, shared):
     """Non-overlapping stems (stride == kernel): x' = x + alpha * fold(Z N_t^T), per image, Z given.
 
@@ -189,46 +240,23 @@ def encode_nonoverlap(images, bases, types, z, psnr, kernel, padding, shared):
     is zero on padded coordinates, trailing columns zero when that type has fewer dimensions);
     types (L,) the type of each patch position; z (B, L, k), or (B, >=1, k) with `shared` (row 0
     used at every patch). alpha per image so that the mean squared change over the image equals
-    10^(-psnr/10) (data range 1). One pass per image into a small (L, n) buffer: the patch matrix
-    of the image is never materialised. Returns (x', alpha).
+    10^(-psnr/10) (data range 1). Blocks of 16 images: one BLAS product gives every patch's noise,
+    then one in-order pass per image writes x' (the patch matrix of the image is never built).
+    Returns (x', alpha).
     """
-    _, c, h, w = images.shape
-    transposed = _transpose_bases(bases)
-    out = np.empty_like(images)
-    alphas = np.empty(images.shape[0])
-    target = 10.0 ** (-psnr / 10.0) * (c * h * w)
-    for chunk in prange(_CHUNKS):
-        delta, canvas = _scratch(images, transposed, types, kernel, padding)
-        for b in range(chunk, images.shape[0], _CHUNKS):
-            alphas[b] = _encode_image(
-                images, out, b, transposed, types, z[b], shared, target, kernel, padding, delta, canvas
-            )
-    return out, alphas
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    return _encode_blocks(images, bases, types, z, 0, 0, psnr, kernel, padding, shared, False)
 
 
-@njit(cache=True, parallel=True, fastmath=True)
 def encode_nonoverlap_seeded(images, bases, types, seed, first_index, psnr, kernel, padding, shared):
     """encode_nonoverlap with Z drawn inside, per image, from the counter-based stream (seed, index).
 
     Equal to encode_nonoverlap(images, ..., draw_normals(seed, first_index, B, L, k), ...), without
-    the (B, L, k) noise array: the whole encode is one parallel pass over the images. With `shared`
-    only the first k values of each image's stream are drawn (row 0 of the same Z).
+    the (B, L, k) noise array: the whole encode is one parallel pass over blocks of images. With
+    `shared` only the first k values of each image's stream are drawn (row 0 of the same Z).
     """
-    _, c, h, w = images.shape
-    k = bases.shape[2]
-    transposed = _transpose_bases(bases)
-    out = np.empty_like(images)
-    alphas = np.empty(images.shape[0])
-    target = 10.0 ** (-psnr / 10.0) * (c * h * w)
-    for chunk in prange(_CHUNKS):
-        delta, canvas = _scratch(images, transposed, types, kernel, padding)
-        zb = np.empty((1 if shared else types.shape[0], k))
-        for b in range(chunk, images.shape[0], _CHUNKS):
-            _fill_normals(image_key(seed, first_index + b), zb)
-            alphas[b] = _encode_image(
-                images, out, b, transposed, types, zb, shared, target, kernel, padding, delta, canvas
-            )
-    return out, alphas
+    no_z = np.zeros((1, 1, bases.shape[2]))
+    return _encode_blocks(images, bases, types, no_z, seed, first_index, psnr, kernel, padding, shared, True)
 
 
 @njit(cache=True, parallel=True)
@@ -257,40 +285,45 @@ def encode_patches(patches, basis, z, psnr):
     return out, alphas
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=True)
 def patch_cov(images, kernel, stride):
     """Sum over images and patch positions of p p^T and of p: returns (S (n, n), s (n,), count).
 
-    Each thread gathers patches into a block buffer and adds buffer^T buffer with BLAS, so
-    memory stays O(block * n) instead of materialising every patch.
+    Each thread gathers patches into a block buffer through a table of flat offsets (one indexed
+    load per value, no nested 4-D indexing: the gather was the hot spot) and adds buffer^T buffer
+    with BLAS; a column of ones in the buffer makes the same product give the patch sums. Memory
+    stays O(block * n) instead of materialising every patch.
     """
     b_count, c, h, w = images.shape
     n = c * kernel * kernel
     ho = (h - kernel) // stride + 1
     wo = (w - kernel) // stride + 1
+    flat = np.ascontiguousarray(images).reshape(-1)
+    offsets = np.empty(n, np.int64)  # flat offset of patch value q from the patch's top-left pixel
+    for ch in range(c):
+        for y in range(kernel):
+            for x in range(kernel):
+                offsets[(ch * kernel + y) * kernel + x] = (ch * h + y) * w + x
     block = 2048
     n_chunks = min(b_count, 16)
-    partial = np.zeros((n_chunks, n, n))
-    partial_sum = np.zeros((n_chunks, n))
+    partial = np.zeros((n_chunks, n + 1, n + 1))
     for chunk in prange(n_chunks):
-        buffer = np.empty((block, n))
+        buffer = np.zeros((block, n + 1))
+        for row in range(block):
+            buffer[row, n] = 1.0
         filled = 0
         for b in range(chunk, b_count, n_chunks):
             for i in range(ho):
                 for j in range(wo):
-                    idx = 0
-                    for ch in range(c):
-                        for y in range(kernel):
-                            for x in range(kernel):
-                                buffer[filled, idx] = images[b, ch, i * stride + y, j * stride + x]
-                                idx += 1
+                    base = b * c * h * w + i * stride * w + j * stride
+                    for q in range(n):
+                        buffer[filled, q] = flat[base + offsets[q]]
                     filled += 1
                     if filled == block:
                         partial[chunk] += buffer.T @ buffer
-                        partial_sum[chunk] += buffer.sum(axis=0)
                         filled = 0
         if filled:
             rest = buffer[:filled]
             partial[chunk] += rest.T @ rest
-            partial_sum[chunk] += rest.sum(axis=0)
-    return partial.sum(axis=0), partial_sum.sum(axis=0), b_count * ho * wo
+    total = partial.sum(axis=0)
+    return total[:n, :n].copy(), total[n, :n].copy(), b_count * ho * wo

@@ -39,12 +39,18 @@ class Denoiser(nn.Module):
         return y - self.net(y)
 
 
-def synthetic_noise(shape: tuple, subspace: np.ndarray, energy: float, kernel: int, stride: int, seed: int):
-    """Noise images: per patch Z S^T scaled to `energy` per patch, fold-averaged (B, C, H, W)."""
+def synthetic_noise(
+    shape: tuple, subspace: np.ndarray, energy: float, kernel: int, stride: int, seed: int, layout: str = "shared"
+):
+    """Noise images: Z S^T scaled to `energy` per patch, fold-averaged (B, C, H, W).
+
+    layout "shared": one z per image at every patch (the encoder's default); "patch": Z per patch.
+    """
     b, c, h, w = shape
     rows, cols = (h - kernel) // stride + 1, (w - kernel) // stride + 1
     rng = np.random.default_rng(np.random.SeedSequence([seed, 31337]))
-    z = rng.standard_normal((b, rows * cols, subspace.shape[1]))
+    z = rng.standard_normal((b, 1 if layout == "shared" else rows * cols, subspace.shape[1]))
+    z = np.broadcast_to(z, (b, rows * cols, subspace.shape[1]))
     patches = z @ subspace.T * np.sqrt(energy / subspace.shape[1])
     return fold_average(patches, shape, kernel, stride).astype(np.float32)
 
@@ -58,13 +64,14 @@ def train_denoiser(
     k: int | None = None,
     epochs: int = 3,
     seed: int = 0,
+    layout: str = "shared",
     progress: ProgressCallback = silent,
 ) -> tuple[Callable[[np.ndarray], np.ndarray], dict]:
-    """Fit the denoiser on public + synthetic noise; returns (images -> images, report)."""
+    """Fit the denoiser on public + synthetic noise of the encoder's `layout`; returns (images -> images, report)."""
     k = k or kernel * kernel * public.shape[1] // 2
     subspace = attacks.geig_subspace(x_nte, public, kernel, stride, k)
     energy = attacks.noise_energy_per_patch(x_nte, public, kernel, stride)
-    noisy = public + synthetic_noise(public.shape, subspace, energy, kernel, stride, seed)
+    noisy = public + synthetic_noise(public.shape, subspace, energy, kernel, stride, seed, layout)
     torch.manual_seed(seed)
     net = Denoiser(public.shape[1])
     inputs, targets = torch.from_numpy(noisy), torch.from_numpy(public.astype(np.float32))
@@ -91,7 +98,7 @@ def train_denoiser(
                 out.append(net(chunk).clamp(0, 1).numpy())
         return np.concatenate(out)
 
-    return apply, {"k": k, "noise_energy_per_patch": energy}
+    return apply, {"k": k, "noise_energy_per_patch": energy, "layout": layout}
 
 
 def retrain(
