@@ -174,7 +174,9 @@ def report(path: str) -> int:
             cells = " / ".join("div." if not np.isfinite(v) else f"{v:.4f}" for v in values)
             first = by_seed[min(by_seed)]
             mean = np.mean(values) if all(np.isfinite(values)) else float("nan")
-            split = f"{first.get('fwd_bytes', 0) / 1e6:.1f} / {first.get('bwd_bytes', 0) / 1e6:.1f} MB"
+            split = (
+                f"{first['fwd_bytes'] / 1e6:.1f} / {first['bwd_bytes'] / 1e6:.1f} MB" if "fwd_bytes" in first else "-"
+            )
             print(
                 f"| {label} | {reuse} | {stages} | {cells} | {mean:.4f} | {first.get('total_bytes', 0) / 1e6:.1f} MB "
                 f"| {split} | {first['cpu_s']:.0f} |"
