@@ -7,6 +7,9 @@ Cases: top-k 5% delta update (indices, values, updated reference), 2-bit stochas
 against core/kernels/compress.py. Prints `case size cpu_s gpu_s ratio` (best of --repeat, CPU: one
 Numba thread, process CPU time; GPU: CUDA events around the kernel, data already on the device);
 exits 1 if any GPU result differs from the CPU result in one bit, 2 if CuPy or a CUDA device is missing.
+Then `run --device cuda` end to end (stages on the GPU, link buffers and fused kernels there, payloads
+to the host; simulator): digits and charlm, cpu vs cuda wall seconds in the `run:` lines; exits 1
+if the payload byte log differs or the validation loss differs by more than 1e-3 relative (cuBLAS vs CPU rounding).
 """
 
 from __future__ import annotations
@@ -95,6 +98,41 @@ def _shape(cupy, ck, gk, shape: str, repeat: int) -> int:
     return failures
 
 
+def _runs() -> int:
+    """`run` with --device cuda against --device cpu (simulator, same seed); number of disagreements."""
+    import time
+
+    import torch
+
+    from methodkit.tools.clapping import pipeline, tasks
+
+    torch.set_num_threads(1)
+    failures = 0
+    cases = [
+        ("digits", tasks.digits_data(0), dict(task="digits", stages=3, steps=12, lr=0.3)),
+        (
+            "charlm",
+            tasks.text_data(tasks.gensim_corpus_text(60_000), 64, 0),
+            dict(task="charlm", stages=4, steps=12, batch=32, lr=0.1),
+        ),
+    ]
+    for name, data, kw in cases:
+        results, times = {}, {}
+        for dev in ("cpu", "cuda"):
+            cfg = pipeline.RunConfig(algo="clapping-fu", compressor="topk:0.05", reuse=4, device=dev, **kw)
+            start = time.perf_counter()
+            results[dev] = pipeline.simulate(cfg, data)
+            times[dev] = time.perf_counter() - start
+        cpu, gpu = results["cpu"], results["cuda"]
+        close = abs(gpu.val_loss - cpu.val_loss) <= 1e-3 * abs(cpu.val_loss)
+        if gpu.comm != cpu.comm or not close:
+            print(f"MISMATCH run {name}: val {cpu.val_loss} vs {gpu.val_loss}", file=sys.stderr)
+            failures += 1
+        size = f"{kw['stages']}x{kw['steps']}"
+        print(f"run:{name} {size} {times['cpu']:.3f} {times['cuda']:.3f} {times['cpu'] / times['cuda']:.1f}")
+    return failures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="64x4096,1024x8192")
@@ -113,6 +151,7 @@ def main() -> int:
 
     print("case size cpu_s gpu_s ratio")
     failures = sum(_shape(cupy, ck, gk, shape, args.repeat) for shape in args.shapes.split(","))
+    failures += _runs()
     if failures:
         print(f"gpu_clapping: {failures} case(s) differ from the CPU result", file=sys.stderr)
     return 1 if failures else 0

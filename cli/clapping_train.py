@@ -36,6 +36,15 @@ def main():
     code (--backend sim); `plan` shows the stage partition and link sizes; `bench`
     times the compression kernels against torch.
 
+    --device cuda (or auto with a GPU and CuPy) runs each stage on the GPU and
+    keeps the link buffers there; the fused top-k and quantise steps run as CuPy
+    RawKernels on the device, and only the compact payloads cross to the host for
+    gloo. Other compressors round-trip through their CPU code.
+
+    Schedule: --warmup N ramps the lr linearly over the first N steps; --clip C
+    clips the gradient norm taken over all stages' parameters (the ranks exchange
+    their squared norms), as single-process training with clip_grad_norm_ would.
+
     Checkpoints: every --ckpt-every steps and at the end, each stage writes
     DIR/ckpt/step-N/stageP.safetensors with a JSON sidecar (parameters, momentum,
     both link ends' buffers m/h, ef-step residuals and AQ-SGD's per-sample
@@ -63,7 +72,8 @@ def main():
     EXIT STATUS
       0  success
       1  failure while running: a non-finite loss, activation or gradient (all ranks
-         stop; the last complete checkpoint set is kept), a rank failed or timed out
+         stop; the last complete checkpoint set is kept), a rank failed or timed out,
+         --device cuda without a CUDA device or CuPy
       2  bad usage or bad input (stages > blocks, k >= d, bits not 1/2/4/8, missing target,
          --resume without a complete checkpoint set or with another spec)
       130  interrupted
@@ -144,6 +154,16 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
 @click.option("--beta", type=float, default=0.9, show_default=True, help="Momentum (0 = plain SGD).")
 @click.option("--nesterov", is_flag=True, help="Nesterov momentum.")
 @click.option(
+    "--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Linear lr warm-up over N steps."
+)
+@click.option(
+    "--clip",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Clip each stage's gradient norm to this (0: off).",
+)
+@click.option(
     "--aqsgd-warm",
     type=click.Choice(["full", "compressed"]),
     default="full",
@@ -185,7 +205,7 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
 @click.option("--resume", is_flag=True, help="Continue from the newest complete stage checkpoint set in -o DIR.")
 @click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (sender sleeps).")
 @click.option("--latency-ms", type=float, default=0.0, show_default=True, help="gloo: emulated latency per message.")
-@common_options("output", "seed", "force", "meta", "quiet", "verbose")
+@common_options("output", "seed", "device", "force", "meta", "quiet", "verbose")
 def run_cmd(
     input,
     task,
@@ -218,7 +238,8 @@ def run_cmd(
 
     run = Run.from_context()
     fields = RunConfig.__dataclass_fields__
-    cfg = RunConfig(task=task, **{k: v for k, v in options.items() if k in fields and k != "seed"}, seed=run.seed)
+    chosen = {k: v for k, v in options.items() if k in fields and k not in ("seed", "device")}
+    cfg = RunConfig(task=task, **chosen, seed=run.seed, device=run.device())
     data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
     folder = run.output
     if folder == "-":

@@ -46,6 +46,11 @@ def test_quant_mirror_equals_the_numba_kernel(bits, stochastic):
     np.testing.assert_array_equal(packed_xp, packed)
     np.testing.assert_array_equal(scale_xp, scale)
     np.testing.assert_array_equal(m_xp, m_cpu)
+    for accumulate in (False, True):  # the receiver's decode, overwriting and adding
+        out, out_xp = m.copy(), m.copy()
+        ck.unpack_accumulate(packed, scale, bits, a.shape[1], out, accumulate)
+        gk.unpack_accumulate_xp(packed, scale, bits, a.shape[1], out_xp, accumulate)
+        np.testing.assert_array_equal(out_xp, out)
 
 
 def test_importing_the_kernels_does_not_import_cupy():

@@ -49,10 +49,11 @@ def test_aqsgd_keeps_one_buffer_per_sample():
     assert receiver.seen[ids].all() and not receiver.seen[:5].any()
 
 
-def _cfg(algo, reuse, steps=400, stages=4):
+def _cfg(algo, reuse, steps=400, stages=4, **extra):
     return RunConfig(
-        task="digits", stages=stages, algo=algo, compressor="topk:0.05", reuse=reuse, steps=steps, lr=0.3, batch=64
-    )
+        task="digits", stages=stages, algo=algo, compressor="topk:0.05", reuse=reuse, steps=steps, lr=0.3, batch=64,
+        **extra,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +93,28 @@ def test_same_seed_same_result_and_microbatches(digits):
 def test_gloo_processes_equal_the_simulator(tmp_path, digits):
     from methodkit.tools.clapping.distributed import run_distributed
 
-    sim = simulate(_cfg("clapping-fu", 4, steps=12, stages=2), digits)
-    real = run_distributed(_cfg("clapping-fu", 4, steps=12, stages=2), digits, tmp_path, timeout_s=120)
+    # with warm-up and global-norm clipping, so the ranks' all_gather of gradient norms is exercised too
+    sim = simulate(_cfg("clapping-fu", 4, steps=12, stages=2, warmup=5, clip=0.05), digits)
+    real = run_distributed(
+        _cfg("clapping-fu", 4, steps=12, stages=2, warmup=5, clip=0.05), digits, tmp_path, timeout_s=120
+    )
     assert real.train_loss == sim.train_loss
     assert real.val_loss == sim.val_loss
     assert real.total_bytes == sim.total_bytes
     assert (tmp_path / "stage0.safetensors").exists() and (tmp_path / "stage1.safetensors").exists()
+
+
+def test_table_column_constant_on_training_rows_stays_finite_and_small():
+    import pandas as pd
+
+    from methodkit.tools.clapping import tasks
+
+    n, cut = 200, 180  # table_data shuffles with the seed and keeps the first 90% for training
+    order = np.random.default_rng(0).permutation(n)
+    city = np.array(["a"] * n, dtype=object)
+    city[order[cut : cut + 3]] = "b"  # a category that only validation rows have
+    frame = pd.DataFrame({"x": np.arange(n, dtype=float), "city": city, "y": np.arange(n) * 0.5})
+    data = tasks.table_data(frame, "y", ["city"], seed=0, val_fraction=0.1)
+    assert data.x_val.shape[1] == 3  # x, city_a, city_b
+    assert np.abs(data.x_val).max() < 10  # the one-hot seen only in validation is not divided by ~0
+    assert np.abs(data.x_train[:, 1:]).max() == 0  # constant on training rows: centred to 0

@@ -46,13 +46,18 @@ def _train(workers, steps):
         states = [w.forward(t) for w in workers]
         for w, s in zip(reversed(workers), reversed(states)):
             w.backward(s)
+        norm = pipeline.global_norm([w.grad_square() for w in workers]) if workers[0].cfg.clip else None
         for w, s in zip(workers, states):
-            w.update(s)
+            w.update(s, norm)
 
 
-@pytest.mark.parametrize("nesterov", [False, True])
-def test_exact_pipeline_equals_single_process_training(digits, nesterov):
-    cfg = _cfg("none", nesterov=nesterov)
+@pytest.mark.parametrize(
+    "nesterov, schedule",
+    [(False, {}), (True, {}), (False, {"warmup": 5, "clip": 0.2})],
+    ids=["sgdm", "nesterov", "warmup-clip"],
+)
+def test_exact_pipeline_equals_single_process_training(digits, nesterov, schedule):
+    cfg = _cfg("none", nesterov=nesterov, **schedule)
     modules, workers = _workers(cfg, digits)
     _train(workers, cfg.steps)
     # the same model, trained in one piece with torch's SGD: v = beta v + (1 - beta) g (dampened), theta -= lr v
@@ -62,7 +67,7 @@ def test_exact_pipeline_equals_single_process_training(digits, nesterov):
     opt = torch.optim.SGD(
         whole.parameters(), lr=cfg.lr, momentum=cfg.beta, dampening=0.0 if nesterov else cfg.beta, nesterov=nesterov
     )
-    losses = []
+    losses, clipped = [], 0
     for t in range(cfg.steps):
         ids = batch_indices(len(digits.x_train), cfg.batch, cfg.seed, t // cfg.reuse)  # lazy sampling: R steps each
         opt.zero_grad()
@@ -70,9 +75,14 @@ def test_exact_pipeline_equals_single_process_training(digits, nesterov):
             whole(torch.from_numpy(digits.x_train[ids])), torch.from_numpy(digits.y_train[ids])
         )
         loss.backward()
+        if cfg.clip:  # torch's own global-norm clipping and a linear warm-up of the lr
+            clipped += float(torch.nn.utils.clip_grad_norm_(whole.parameters(), cfg.clip)) > cfg.clip
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr * min(1.0, (t + 1) / cfg.warmup) if cfg.warmup else cfg.lr
         opt.step()
         losses.append(float(loss.detach()))
     np.testing.assert_allclose(workers[-1].losses, losses, rtol=1e-5)
+    assert not cfg.clip or 0 < clipped < cfg.steps  # the clipping case really clips, and not every step
     for piece, reference in zip(modules, whole):
         for a, b in zip(piece.parameters(), reference.parameters()):
             np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)

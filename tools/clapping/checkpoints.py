@@ -72,18 +72,19 @@ def stage_tensors(worker) -> dict:
     """Everything stage `worker` needs to continue exactly where it is."""
     import torch
 
-    out = {f"model.{k}": v for k, v in worker.module.state_dict().items()}
+    host = worker.ops.to_host  # buffers may live on a GPU (--device cuda)
+    out = {f"model.{k}": v.cpu() for k, v in worker.module.state_dict().items()}
     for i, state in enumerate(worker.optimizer.state_dict()["state"].values()):
         if state.get("momentum_buffer") is not None:
-            out[f"optim.{i}.momentum_buffer"] = state["momentum_buffer"]
+            out[f"optim.{i}.momentum_buffer"] = state["momentum_buffer"].cpu()
     for side, ends in (("lower", worker.lower), ("upper", worker.upper)):
         for j, end in enumerate(ends or []):
             key = f"{side}.{j}."
             for name in LINK_ARRAYS:
                 if getattr(end, name) is not None:
-                    out[key + name] = torch.from_numpy(getattr(end, name).copy())
+                    out[key + name] = torch.from_numpy(np.array(host(getattr(end, name))))
             if j == 0 and end.memory is not None:  # AQ-SGD buffers are shared by a link's microbatch ends
-                out[key + "memory"] = torch.from_numpy(end.memory.copy())
+                out[key + "memory"] = torch.from_numpy(np.array(host(end.memory)))
                 out[key + "seen"] = torch.from_numpy(end.seen.copy())
             _compressor_state(end.fwd, key + "fwd.", out)
             _compressor_state(end.bwd, key + "bwd.", out)
@@ -110,9 +111,10 @@ def restore_stage(worker, tensors: dict) -> None:
         for j, end in enumerate(ends or []):
             key = f"{side}.{j}."
             for name in LINK_ARRAYS:
-                setattr(end, name, tensors[key + name].numpy().copy() if key + name in tensors else None)
+                value = tensors[key + name].numpy().copy() if key + name in tensors else None
+                setattr(end, name, None if value is None else worker.ops.to_device(value))
             if j == 0 and end.memory is not None:  # in place: the other microbatch ends share these arrays
-                end.memory[...] = tensors[key + "memory"].numpy()
+                end.memory[...] = worker.ops.to_device(tensors[key + "memory"].numpy())
                 end.seen[...] = tensors[key + "seen"].numpy()
             _restore_compressor(end.fwd, key + "fwd.", tensors)
             _restore_compressor(end.bwd, key + "bwd.", tensors)

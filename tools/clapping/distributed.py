@@ -47,6 +47,16 @@ class GlooTransport:
         if self.bandwidth_mbps:  # emulate a slow link on the sender after the real transfer
             time.sleep(len(body) * 8 / (self.bandwidth_mbps * 1e6) + self.latency_ms / 1000)
 
+    def gather_floats(self, value: float) -> list[float]:
+        """Every rank's value, in rank order (for the global gradient norm)."""
+        import torch
+        import torch.distributed as dist
+
+        mine = torch.tensor([value], dtype=torch.float64)
+        every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+        dist.all_gather(every, mine)
+        return [float(v) for v in every]
+
     def recv(self, src: int, dst: int, tag: str) -> dict:
         import torch
         import torch.distributed as dist
@@ -83,6 +93,12 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
 
         torch.set_num_threads(1)
         os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+        if cfg.device == "cuda":  # ranks share the GPUs round-robin; CuPy and torch on the same one
+            import cupy
+
+            gpu = rank % torch.cuda.device_count()
+            torch.cuda.set_device(gpu)
+            cupy.cuda.Device(gpu).use()
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=cfg.stages,
             timeout=datetime.timedelta(seconds=timeout_s),
@@ -107,7 +123,7 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
                 if rank == 0:
                     checkpoints.prune(out_dir, t + 1)
         checkpoint.save(
-            Path(out_dir) / f"stage{rank}.safetensors", modules[rank].state_dict(),
+            Path(out_dir) / f"stage{rank}.safetensors", {k: v.cpu() for k, v in modules[rank].state_dict().items()},
             config=cfg.to_dict(), spec={"task": cfg.task, "stage": rank, "stages": cfg.stages},
         )  # fmt: skip
         dist.barrier()

@@ -278,3 +278,13 @@ def delta_quant_pack_xp(a, m, bits: int, seed: int, stochastic: bool = True, xp=
     shifts = xp.arange(per_byte, dtype=xp.int64) * bits
     packed = (padded.reshape(rows, -1, per_byte) << shifts).sum(axis=2).astype(xp.uint8)
     return packed, s.astype(xp.float32)
+
+
+def unpack_accumulate_xp(packed, scale, bits: int, d: int, out, accumulate: bool, xp=np) -> None:
+    """The decode kernel's arithmetic (float64 value, one rounding to float32) with array operations."""
+    per_byte = 8 // bits
+    levels = (1 << bits) - 1
+    shifts = xp.arange(per_byte, dtype=xp.uint8) * xp.uint8(bits)
+    q = ((packed[:, :, None] >> shifts) & xp.uint8(levels)).reshape(packed.shape[0], -1)[:, :d]
+    value = (q.astype(xp.float64) / levels * 2.0 - 1.0) * scale.astype(xp.float64)[:, None]
+    out[:] = (out.astype(xp.float64) + value).astype(xp.float32) if accumulate else value.astype(xp.float32)

@@ -21,6 +21,7 @@ import numpy as np
 
 from methodkit.core import compress
 from methodkit.core.errors import UsageError
+from methodkit.tools.clapping import device as devices
 
 ALGOS = ("none", "naive", "ef-step", "aqsgd", "clapping-fu", "clapping-fc")
 IDENTITY = "identity"
@@ -41,15 +42,18 @@ class LinkEnd:
         aqsgd_warm: str = "full",
         fc_init: str = "zero",
         grad_spec: str | None = None,
+        ops: devices.Ops | None = None,
     ):
         if algo not in ALGOS:
             raise UsageError(f"--algo must be one of {', '.join(ALGOS)}, got {algo!r}")
         self.algo, self.d = algo, d
         self.aqsgd_warm, self.fc_init = aqsgd_warm, fc_init
+        self.ops = ops = ops or devices.ops_for("cpu")
+        self.xp = ops.xp  # numpy, or cupy when the buffers live on a GPU
         spec = IDENTITY if algo == "none" else spec
-        self.fwd = compress.parse(spec, d, seed=seed * 7919 + 2 * index)
-        self.bwd = compress.parse(grad_spec or spec, d, seed=seed * 7919 + 2 * index + 1)
-        self.exact = compress.Identity(d)
+        self.fwd = devices.on_device(compress.parse(spec, d, seed=seed * 7919 + 2 * index), ops)
+        self.bwd = devices.on_device(compress.parse(grad_spec or spec, d, seed=seed * 7919 + 2 * index + 1), ops)
+        self.exact = devices.on_device(compress.Identity(d), ops)
         self.m: np.ndarray | None = None  # activation reference (batch rows)
         self.h: np.ndarray | None = None  # gradient reference (batch rows)
         self.e_fwd: np.ndarray | None = None  # ef-step residuals
@@ -57,7 +61,7 @@ class LinkEnd:
         self.memory: np.ndarray | None = None  # aqsgd per-sample buffers
         self.seen: np.ndarray | None = None
         if algo == "aqsgd":
-            self.memory = np.zeros((n_samples, d), dtype=np.float32)
+            self.memory = self.xp.zeros((n_samples, d), dtype=np.float32)
             self.seen = np.zeros(n_samples, dtype=bool)
 
     # ------------------------------------------------------------ buffer sizes (D3)
@@ -68,13 +72,13 @@ class LinkEnd:
     # ------------------------------------------------------------ forward: activations
     def send_activation(self, a: np.ndarray, step_in_round: int, ids: np.ndarray) -> dict:
         """Sender side: the payload for activations `a` (rows = the samples `ids`)."""
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        a = self.xp.ascontiguousarray(a, dtype=np.float32)
         algo = self.algo
         if algo in ("none", "naive"):
             return (self.exact if algo == "none" else self.fwd).encode(a)
         if algo == "ef-step":
             if self.e_fwd is None or self.e_fwd.shape != a.shape:
-                self.e_fwd = np.zeros_like(a)
+                self.e_fwd = self.xp.zeros_like(a)
             target = a + self.e_fwd
             payload = self.fwd.encode(target)
             self.e_fwd = target - self.fwd.decode(payload)
@@ -92,12 +96,12 @@ class LinkEnd:
             return self.fwd.decode(payload)
         if algo == "aqsgd":
             self._aqsgd_apply(payload, ids)
-            return self.memory[ids].copy()
+            return self.memory[self.ops.to_device(ids)].copy()
         return self._tracked_apply(payload, step_in_round, "m", self.fwd).copy()
 
     # ------------------------------------------------------------ backward: gradients
     def send_gradient(self, g: np.ndarray, step_in_round: int) -> dict:
-        g = np.ascontiguousarray(g, dtype=np.float32)
+        g = self.xp.ascontiguousarray(g, dtype=np.float32)
         algo = self.algo
         if algo == "none":
             return self.exact.encode(g)
@@ -105,7 +109,7 @@ class LinkEnd:
             return self.bwd.encode(g)
         if algo == "ef-step":
             if self.e_bwd is None or self.e_bwd.shape != g.shape:
-                self.e_bwd = np.zeros_like(g)
+                self.e_bwd = self.xp.zeros_like(g)
             target = g + self.e_bwd
             payload = self.bwd.encode(target)
             self.e_bwd = target - self.bwd.decode(payload)
@@ -125,7 +129,7 @@ class LinkEnd:
         buffer = getattr(self, name)
         if self.algo == "clapping-fc" and self.fc_init == "prev" and buffer is not None and buffer.shape == shape:
             return
-        setattr(self, name, np.zeros(shape, dtype=np.float32))
+        setattr(self, name, self.xp.zeros(shape, dtype=np.float32))
 
     def _tracked_payload(self, x: np.ndarray, step_in_round: int, name: str, compressor) -> dict:
         if step_in_round == 0 or getattr(self, name) is None or getattr(self, name).shape != x.shape:
@@ -137,7 +141,7 @@ class LinkEnd:
 
     def _tracked_apply(self, payload: dict, step_in_round: int, name: str, compressor) -> np.ndarray:
         if "x" in payload:  # an exact message (FU's round start, or the identity compressor) is the new value
-            setattr(self, name, payload["x"].copy())
+            setattr(self, name, self.exact.decode(payload))
             return getattr(self, name)
         buffer = getattr(self, name)
         shape = _payload_rows(payload), self.d
@@ -147,29 +151,33 @@ class LinkEnd:
         return getattr(self, name)
 
     # ------------------------------------------------------------ AQ-SGD's per-sample buffers
-    def _aqsgd_payload(self, a: np.ndarray, ids: np.ndarray) -> dict:
-        first = ~self.seen[ids]
+    def _aqsgd_payload(self, a, ids: np.ndarray) -> dict:
+        to_device = self.ops.to_device
+        first = ~self.seen[ids]  # the seen mask stays on the host; rows and buffers on the device
         payload = {}
         if self.aqsgd_warm == "full" and first.any():
-            payload["first"] = a[first].copy()  # exact initialisation of new samples' buffers
-            self.memory[ids[first]] = a[first]
+            rows = to_device(np.flatnonzero(first))
+            payload["first"] = self.ops.to_host(a[rows].copy())  # exact initialisation of new samples' buffers
+            self.memory[to_device(ids[first])] = a[rows]
         rest = ~first if self.aqsgd_warm == "full" else np.ones(len(ids), dtype=bool)
         if rest.any():
-            reference = self.memory[ids[rest]]
-            delta = self.fwd.encode(a[rest] - reference)
-            self.memory[ids[rest]] = reference + self.fwd.decode(delta)
+            slots = to_device(ids[rest])
+            reference = self.memory[slots]
+            delta = self.fwd.encode(a[to_device(np.flatnonzero(rest))] - reference)
+            self.memory[slots] = reference + self.fwd.decode(delta)
             payload.update({f"delta.{k}": v for k, v in delta.items()})
         self.seen[ids] = True
         return payload
 
     def _aqsgd_apply(self, payload: dict, ids: np.ndarray) -> None:
+        to_device = self.ops.to_device
         first = ~self.seen[ids]
         if "first" in payload:
-            self.memory[ids[first]] = payload["first"]
+            self.memory[to_device(ids[first])] = to_device(payload["first"])
         rest = ~first if self.aqsgd_warm == "full" else np.ones(len(ids), dtype=bool)
         delta = {k[6:]: v for k, v in payload.items() if k.startswith("delta.")}
         if delta:
-            self.memory[ids[rest]] += self.fwd.decode(delta)
+            self.memory[to_device(ids[rest])] += self.fwd.decode(delta)
         self.seen[ids] = True
 
 

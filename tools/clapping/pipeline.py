@@ -10,6 +10,7 @@ the worker code is the same, so both give the same numbers.
 from __future__ import annotations
 
 import collections
+import math
 import time
 from dataclasses import asdict, dataclass
 
@@ -18,6 +19,7 @@ import torch
 
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.train import batch_indices
+from methodkit.tools.clapping import device as devices
 from methodkit.tools.clapping import tasks
 from methodkit.tools.clapping.links import ALGOS, LinkEnd, payload_bytes
 
@@ -36,6 +38,9 @@ class RunConfig:
     lr: float = 0.05
     beta: float = 0.9
     nesterov: bool = False
+    warmup: int = 0  # linear lr warm-up over the first N steps (0: none)
+    clip: float = 0.0  # clip the gradient norm over all stages' parameters (0: none)
+    device: str = "cpu"  # cpu | cuda | mirror (the cuda code path on the CPU, for tests): see device.py
     seed: int = 0
     aqsgd_warm: str = "full"
     fc_init: str = "zero"
@@ -54,6 +59,10 @@ class RunConfig:
             raise UsageError(f"--batch {self.batch} is not divisible by --microbatches {self.microbatches}")
         if self.batch > n_train:
             raise UsageError(f"--batch {self.batch} is larger than the {n_train} training rows")
+        if self.device not in devices.DEVICES:
+            raise UsageError(f"--device must be one of {', '.join(devices.DEVICES)}, got {self.device!r}")
+        if self.warmup < 0 or self.clip < 0:
+            raise UsageError(f"--warmup and --clip must be >= 0, got {self.warmup} and {self.clip}")
         if not 0 <= self.beta < 1:
             raise UsageError(f"--beta must be in [0, 1), got {self.beta}")
         if self.aqsgd_warm not in ("full", "compressed") or self.fc_init not in ("zero", "prev"):
@@ -61,6 +70,18 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def learning_rate(cfg: RunConfig, t: int) -> float:
+    """lr of step t (0-based): linear warm-up over cfg.warmup steps, then constant."""
+    if cfg.warmup and t < cfg.warmup:
+        return cfg.lr * (t + 1) / cfg.warmup
+    return cfg.lr
+
+
+def global_norm(squares: list[float]) -> float:
+    """sqrt of the stages' summed squares, summed exactly (the same bits in any process)."""
+    return float(np.sqrt(math.fsum(squares)))
 
 
 class LocalTransport:
@@ -76,7 +97,7 @@ class LocalTransport:
         return self.queues[(src, dst, tag)].popleft()
 
 
-def make_links(cfg: RunConfig, widths: list[int], n_train: int, index: int) -> list[LinkEnd]:
+def make_links(cfg: RunConfig, widths: list[int], n_train: int, index: int, ops=None) -> list[LinkEnd]:
     """One LinkEnd per microbatch for link `index`; AQ-SGD's per-sample buffers are shared among them."""
     ends = [
         LinkEnd(
@@ -89,6 +110,7 @@ def make_links(cfg: RunConfig, widths: list[int], n_train: int, index: int) -> l
             aqsgd_warm=cfg.aqsgd_warm,
             fc_init=cfg.fc_init,
             grad_spec=cfg.grad_compressor,
+            ops=ops,
         )  # fmt: skip
         for j in range(cfg.microbatches)
     ]
@@ -114,10 +136,12 @@ class StageWorker:
         self, rank: int, module: torch.nn.Module, cfg: RunConfig, data: tasks.Dataset, widths: list[int], transport
     ):
         self.rank, self.module, self.cfg, self.data, self.transport = rank, module, cfg, data, transport
+        self.ops = ops = devices.ops_for(cfg.device)
+        module.to(ops.torch_device)
         self.last = rank == cfg.stages - 1
         n = len(data.x_train)
-        self.lower = make_links(cfg, widths, n, rank) if not self.last else None  # link rank (to rank+1)
-        self.upper = make_links(cfg, widths, n, rank - 1) if rank > 0 else None  # link rank-1 (from rank-1)
+        self.lower = make_links(cfg, widths, n, rank, ops) if not self.last else None  # link rank (to rank+1)
+        self.upper = make_links(cfg, widths, n, rank - 1, ops) if rank > 0 else None  # link rank-1 (from rank-1)
         dampening = 0.0 if cfg.nesterov else cfg.beta
         self.optimizer = torch.optim.SGD(
             module.parameters(),
@@ -136,7 +160,7 @@ class StageWorker:
 
     def _check_finite(self, x: np.ndarray, what: str, t: int) -> None:
         """Stop before a non-finite tensor reaches a compressor (the kernels assume finite magnitudes)."""
-        if not np.isfinite(x).all():
+        if not bool(self.ops.xp.isfinite(x).all()):
             raise RunFailure(
                 f"non-finite {what} at stage {self.rank}, step {t + 1} ({self.cfg.algo}, {self.cfg.compressor}); "
                 "lower --lr"
@@ -146,7 +170,12 @@ class StageWorker:
         """One optimizer step of this stage (the distributed runner calls this on each rank)."""
         state = self.forward(t)
         self.backward(state)
-        return self.update(state)
+        norm = global_norm(self.transport.gather_floats(self.grad_square())) if self.cfg.clip > 0 else None
+        return self.update(state, norm)
+
+    def grad_square(self) -> float:
+        """Sum of squares of this stage's parameter gradients (its share of the global norm)."""
+        return float(sum(float(p.grad.double().square().sum()) for p in self.module.parameters() if p.grad is not None))
 
     def forward(self, t: int) -> dict:
         """All microbatch forwards of step t: receive from the stage above, compute, send below."""
@@ -158,17 +187,18 @@ class StageWorker:
         saved, total_loss = [], 0.0
         for j, mb in enumerate(chunks):
             if self.rank == 0:
-                x = torch.from_numpy(self.data.x_train[mb])
+                x = torch.from_numpy(self.data.x_train[mb]).to(self.ops.torch_device)
             else:
                 payload = self.transport.recv(self.rank - 1, self.rank, "fwd")
-                x = torch.from_numpy(self.upper[j].receive_activation(payload, s, mb)).requires_grad_(True)
+                x = self.ops.to_torch(self.upper[j].receive_activation(payload, s, mb)).requires_grad_(True)
             out = self.module(x)
             if self.last:
-                loss, _ = tasks.loss_and_metric(self.data.kind, out, torch.from_numpy(self.data.y_train[mb]))
+                target = torch.from_numpy(self.data.y_train[mb]).to(self.ops.torch_device)
+                loss, _ = tasks.loss_and_metric(self.data.kind, out, target)
                 total_loss += float(loss.detach()) / cfg.microbatches
                 saved.append((x, loss / cfg.microbatches))
             else:
-                flat = out.detach().reshape(out.shape[0], -1).numpy()
+                flat = self.ops.from_torch(out.reshape(out.shape[0], -1))
                 self._check_finite(flat, "activations", t)
                 payload = self.lower[j].send_activation(flat, s, mb)
                 self._send(payload, self.rank + 1, "fwd", t, self.rank, flat.size * 4)
@@ -184,18 +214,30 @@ class StageWorker:
                 out.backward()
             else:
                 payload = self.transport.recv(self.rank + 1, self.rank, "bwd")
-                out.backward(torch.from_numpy(self.lower[j].receive_gradient(payload, s)).reshape(out.shape))
+                out.backward(self.ops.to_torch(self.lower[j].receive_gradient(payload, s)).reshape(out.shape))
             if self.rank > 0:
-                g = x.grad.reshape(x.shape[0], -1).numpy()
+                g = self.ops.from_torch(x.grad.reshape(x.shape[0], -1))
                 self._check_finite(g, "gradients", t)
                 self._send(self.upper[j].send_gradient(g, s), self.rank - 1, "bwd", t, self.rank - 1, g.size * 4)
 
-    def update(self, state: dict) -> float | None:
-        """Momentum step on this stage's parameters; the last stage returns the step's training loss."""
+    def update(self, state: dict, grad_norm: float | None = None) -> float | None:
+        """Momentum step on this stage's parameters; the last stage returns the step's training loss.
+
+        With cfg.clip, `grad_norm` is the norm over all stages' gradients (as in single-process
+        training with clip_grad_norm_), so `none` stays independent of how the model is cut.
+        """
         if self.last and not np.isfinite(state["loss"]):
             raise RunFailure(
                 f"non-finite loss at step {state['t'] + 1} ({self.cfg.algo}, {self.cfg.compressor}); lower --lr"
             )
+        if self.cfg.clip > 0 and grad_norm is not None:
+            coefficient = self.cfg.clip / (grad_norm + 1e-6)  # torch's clip_grad_norm_ formula
+            if coefficient < 1:
+                for p in self.module.parameters():
+                    if p.grad is not None:
+                        p.grad.mul_(coefficient)
+        for group in self.optimizer.param_groups:  # the schedule is a function of t: nothing to checkpoint
+            group["lr"] = learning_rate(self.cfg, state["t"])
         self.optimizer.step()
         if not self.last:
             return None
@@ -329,8 +371,9 @@ def simulate(
         states = [worker.forward(t) for worker in workers]  # messages flow down
         for worker, state in zip(reversed(workers), reversed(states)):  # and back up
             worker.backward(state)
+        norm = global_norm([w.grad_square() for w in workers]) if cfg.clip > 0 else None
         for worker, state in zip(workers, states):
-            worker.update(state)
+            worker.update(state, norm)
         if folder is not None and checkpoints.due(t + 1, ckpt_every, cfg.steps):
             for worker in workers:
                 checkpoints.save_stage(folder, worker, t + 1, fingerprint)
@@ -338,5 +381,7 @@ def simulate(
         progress("train", t + 1, cfg.steps)
     comm = [c for w in workers for c in w.comm]
     buffers = sum(w.buffer_bytes() for w in workers)
+    for module in modules:  # the exact evaluation runs on the CPU
+        module.cpu()
     seconds = time.monotonic() - start
     return summarize(cfg, modules, data, widths, workers[-1].losses, comm, buffers, seconds, first)

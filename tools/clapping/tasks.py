@@ -155,7 +155,10 @@ def table_data(
     order = np.random.default_rng(seed).permutation(len(x))
     x, y = x[order], y[order]
     cut = int((1 - val_fraction) * len(x))
-    mean, std = x[:cut].mean(0), x[:cut].std(0) + 1e-8
+    mean, std = x[:cut].mean(0), x[:cut].std(0)
+    # a column constant on the training rows (a category seen only in validation) stays centred, not
+    # divided by ~0: dividing by std + 1e-8 had turned such a one-hot into 1e8 on validation rows
+    std = np.where(std > 1e-6, std, 1.0)
     y_mean, y_std = y[:cut].mean(), y[:cut].std() + 1e-12
     xs = ((x - mean) / std).astype(np.float32)
     ys = ((y - y_mean) / y_std).astype(np.float32)
