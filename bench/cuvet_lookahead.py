@@ -1,12 +1,15 @@
 """One-step lookahead splits (`fit --lookahead`) on the synthetic acceptance data: do they find the cohorts?
 
     nice -n 5 python -P bench/cuvet_lookahead.py roots > bench/cuvet_lookahead.txt
+    nice -n 5 python -P bench/cuvet_lookahead.py roots --expected >> bench/cuvet_lookahead.txt
     nice -n 5 python -P bench/cuvet_lookahead.py fits --seeds 0,1,2 --fracs 0.2,0.4,0.6 >> bench/cuvet_lookahead.txt
 
 `roots`: at the root of each seed's CUVET-B tree (500k rows, 20%; the structure half, 250k rows),
 the best split gain per feature of the greedy finder, and the best two-level lookahead score over all
 20 features against the best over the three true features (x0, x1, c0) only: if the true features'
 score is below the noise features', no criterion of this form can pick them.
+`roots --expected` does the same with every outcome replaced by its true expected value: the part of
+each score that is signal (what is left for noise features is the arm-allocation noise alone).
 `fits`: CUVET-B with the default greedy tree (base), with lookahead (la) and with lookahead unpruned
 (la-unpr), one JSON line per (seed, budget, variant): the true share of the oracle's incremental value,
 leaf_bound (the best policy constant on the leaves, from the true probabilities), leaves, true cost / B,
@@ -22,13 +25,15 @@ import time
 import numpy as np
 
 
-def _data(rows: int, seed: int, test: bool = False):
+def _data(rows: int, seed: int, test: bool = False, expected: bool = False):
     from methodkit.tools.cuvet import synth
     from methodkit.tools.cuvet.data import CostSpec, load_rct
 
     truth = synth.synthetic_truth(0)
     spec = CostSpec(arm_costs=truth["arm_costs"], on_outcome=True)
     tr, _ = synth.synthetic(rows, seed, truth)
+    if expected:  # each outcome replaced by its true expectation: the scores' signal part alone
+        tr["conversion"] = synth.true_probs(tr, truth)[np.arange(len(tr)), tr["treatment"].to_numpy()]
     out = [load_rct(tr, "treatment", "conversion", spec), truth]
     if test:
         te, _ = synth.synthetic(rows, 1000 + seed, truth)
@@ -36,13 +41,13 @@ def _data(rows: int, seed: int, test: bool = False):
     return out
 
 
-def roots(rows: int, seeds: list[int]) -> None:
+def roots(rows: int, seeds: list[int], expected: bool = False) -> None:
     from methodkit.tools.cuvet import kernels
     from methodkit.tools.cuvet.model import fit
     from methodkit.tools.cuvet.tree import TreeParams
 
     for s in seeds:
-        train, _ = _data(rows, s)
+        train, _ = _data(rows, s, expected=expected)
         names = train.features
         true_f = np.array([names.index(c) for c in ("x0", "x1", "c0")])
         seen = _root_scores(train, s, true_f, kernels, fit, TreeParams)
@@ -136,10 +141,11 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--fracs", default="0.2,0.4,0.6")
     parser.add_argument("--variants", default="base,la,la-unpr")
+    parser.add_argument("--expected", action="store_true", help="roots: outcomes replaced by their true expectation")
     args = parser.parse_args()
     seeds = [int(v) for v in args.seeds.split(",")]
     if args.what == "roots":
-        roots(args.rows, seeds)
+        roots(args.rows, seeds, args.expected)
     else:
         fits(args.rows, seeds, [float(v) for v in args.fracs.split(",")], args.variants.split(","))
 
