@@ -225,7 +225,7 @@ def fit_cmd(
     the synthetic acceptance data it does not help (README): at 250k structure rows the
     best two-level score over the true features (500-659) is below the best over noise
     features (746-935) in every seed, so it also picks noise and pruning returns the root;
-    it stays an option, off by default, and costs about 5x the fit time.
+    it stays an option, off by default, and costs 3-14x the fit time.
 
     With --bayes (CUVET-B, our reading) a leaf's spend is realized on the posterior's
     frontier: the power law is increasing and concave, so every arm with a positive cost
