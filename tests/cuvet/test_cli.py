@@ -34,6 +34,9 @@ def test_fit_stdin_to_stdout_is_seeded(run_cli, synthetic):
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     assert json.loads(a.stdout)["format"] == "cuvet-model/1"
+    look = run_cli([*args, "--lookahead", "--max-depth", "2"], input=data)
+    assert look.returncode == 0, look.stderr
+    assert json.loads(look.stdout)["format"] == "cuvet-model/1"
 
 
 def test_pipeline_files(run_cli, synthetic):

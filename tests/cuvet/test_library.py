@@ -261,3 +261,62 @@ def test_split_rows_kernel_matches_numpy_masks():
     left = rng.random(N_BINS) < 0.4
     li, ri = kernels.split_rows(codes, rows, left)
     assert np.array_equal(li, rows[left[codes[rows]]]) and np.array_equal(ri, rows[~left[codes[rows]]])
+
+
+def _xor_data(n, seed):
+    """Arms respond only where exactly one of x0 < 32, x1 < 32 holds: no feature has a marginal effect."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 64, (3, n)).astype(np.uint8)
+    t = rng.integers(0, 3, n)
+    responsive = (x[0] < 32) ^ (x[1] < 32)
+    y = (rng.random(n) < 0.2 + responsive * np.array([0.0, 0.2, 0.3])[t]).astype(float)
+    return x, t, y, np.array([0.0, 1.0, 2.0])[t], responsive
+
+
+def test_lookahead_split_matches_a_brute_force_two_level_search():
+    x, t, y, z, _ = _xor_data(4000, 7)
+    x = x // 8  # 8 bins: the lookahead's second level then tries every threshold
+    rows = np.arange(len(t))
+    parent = kernels.arm_stats(rows, t, y, z, 3)
+    hist = kernels.node_histogram(x, rows, t, y, z, N_BINS, 3)
+    n_valid = np.full(3, 8)
+    rank = np.tile(np.arange(N_BINS), (3, 1))
+    fit_args = (0.05, 100, 10, 0.5, np.zeros(2), np.zeros((2, 2)))
+    f, b, g, score = kernels.lookahead_split(x, rows, t, y, z, rank, hist, n_valid, parent, *fit_args, 4)
+    best = (-np.inf, -1, -1, 0.0)
+    for rf in range(3):
+        for rb in range(7):
+            go_left = x[rf] <= rb
+            parts = [rows[go_left], rows[~go_left]]
+            stats = [kernels.arm_stats(p, t, y, z, 3) for p in parts]
+            if min(s[:, 0].min() for s in stats) < 10 or min(s[:, 0].sum() for s in stats) < 100:
+                continue
+            one = tree.numpy_split_finder(hist[rf : rf + 1], n_valid[:1], parent, *fit_args)
+            own = tree.numpy_split_finder(  # this (rf, rb) alone: only its threshold is allowed
+                np.stack([hist[rf, : rb + 1].sum(0), hist[rf, rb + 1 :].sum(0)])[None], np.array([2]), parent, *fit_args
+            )[2]
+            assert own <= one[2] + 1e-9
+            sc = own
+            for p, s in zip(parts, stats):
+                h = tree.numpy_histogram(x, p, t, y, z, N_BINS, 3)
+                sc += max(tree.numpy_split_finder(h, n_valid, s, *fit_args)[2], 0.0)
+            if sc > best[0]:
+                best = (sc, rf, rb, own)
+    assert (f, b) == best[1:3]
+    assert score == pytest.approx(best[0], rel=1e-9) and g == pytest.approx(best[3], rel=1e-9)
+
+
+def test_lookahead_finds_an_interaction_the_greedy_split_misses():
+    x, t, y, z, responsive = _xor_data(40_000, 8)
+    args = (x, np.full(3, 64), np.arange(len(t)), t, y, z, 3, 0.05)
+
+    def pure_share(grown):  # share of rows in leaves that are (almost) all responsive or all not
+        leaf = grown.leaf_of_codes(x)
+        purity = np.array([responsive[leaf == k].mean() for k in range(grown.n_leaves)])[leaf]
+        return float(((purity < 0.05) | (purity > 0.95)).mean())
+
+    look = tree.grow(*args, tree.TreeParams(2, 500, 20, 0.0, lookahead=True), 0.5)
+    assert look.nodes[0].feature in (0, 1) and abs(look.nodes[0].bin - 31) <= 1
+    assert look.n_leaves == 4 and pure_share(look) == 1.0
+    greedy = tree.grow(*args, tree.TreeParams(2, 500, 20, 0.0), 0.5)
+    assert pure_share(greedy) < 0.5  # its root split is at a noise threshold

@@ -265,6 +265,42 @@ def _enough(stats, min_leaf, min_arm):
     return tot >= min_leaf
 
 
+@njit(cache=True)
+def _parent_value(parent, lam, beta_root, prior_mu, prior_prec):
+    """(n, L) of the node being split."""
+    a0, b0, s0, _ = fit_power_law(parent, beta_root, prior_mu, prior_prec)
+    n_par = 0.0
+    for a in range(parent.shape[0]):
+        n_par += parent[a, 0]
+    return n_par, node_value(n_par, a0, b0, s0, lam)
+
+
+@njit(cache=True)
+def _split_gain(left, parent, n_par, l_par, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec):
+    """L(left) + L(right) - L(parent) for the left child's statistics; -inf if a child is too small."""
+    right = parent - left
+    if not _enough(left, min_leaf, min_arm) or not _enough(right, min_leaf, min_arm):
+        return -np.inf
+    al, bl, sl, _ = fit_power_law(left, beta_root, prior_mu, prior_prec)
+    ar, br, sr, _ = fit_power_law(right, beta_root, prior_mu, prior_prec)
+    nl = 0.0
+    for a in range(left.shape[0]):
+        nl += left[a, 0]
+    return node_value(nl, al, bl, sl, lam) + node_value(n_par - nl, ar, br, sr, lam) - l_par
+
+
+@njit(cache=True)
+def _best_feature(values, bins):
+    """The feature with the highest value among those with a valid split (-1 if none); first on ties."""
+    best_f = -1
+    best = -np.inf
+    for f in range(values.shape[0]):
+        if bins[f] >= 0 and values[f] > best:
+            best = values[f]
+            best_f = f
+    return best_f
+
+
 @njit(cache=True, parallel=True)
 def best_split(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec):
     """Best split of a node from its histogram: (feature, bin, gain), feature -1 if none.
@@ -273,11 +309,7 @@ def best_split(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_m
     gain = L(left) + L(right) - L(parent) at the fixed lam.
     """
     d, nb, k, ns = hist.shape
-    a0, b0, s0, _ = fit_power_law(parent, beta_root, prior_mu, prior_prec)
-    n_par = 0.0
-    for a in range(k):
-        n_par += parent[a, 0]
-    l_par = node_value(n_par, a0, b0, s0, lam)
+    n_par, l_par = _parent_value(parent, lam, beta_root, prior_mu, prior_prec)
     gains = np.full(d, -np.inf)
     bins = np.full(d, -1, dtype=np.int64)
     for f in prange(d):
@@ -286,27 +318,105 @@ def best_split(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_m
             for a in range(k):
                 for s in range(ns):
                     left[a, s] += hist[f, b, a, s]
-            right = parent - left
-            if not _enough(left, min_leaf, min_arm) or not _enough(right, min_leaf, min_arm):
-                continue
-            al, bl, sl, _ = fit_power_law(left, beta_root, prior_mu, prior_prec)
-            ar, br, sr, _ = fit_power_law(right, beta_root, prior_mu, prior_prec)
-            nl = 0.0
-            for a in range(k):
-                nl += left[a, 0]
-            g = node_value(nl, al, bl, sl, lam) + node_value(n_par - nl, ar, br, sr, lam) - l_par
-            if g > gains[f]:
+            g = _split_gain(left, parent, n_par, l_par, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec)
+            if g > gains[f]:  # -inf (a child too small) never is
                 gains[f] = g
                 bins[f] = b
-    best_f = -1
-    best_g = -np.inf
-    for f in range(d):
-        if bins[f] >= 0 and gains[f] > best_g:
-            best_g = gains[f]
-            best_f = f
+    best_f = _best_feature(gains, bins)
     if best_f < 0:
         return -1, -1, 0.0
-    return best_f, bins[best_f], best_g
+    return best_f, bins[best_f], gains[best_f]
+
+
+@njit(cache=True)
+def _best_child_gain(hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec, step):
+    """Best one-split gain of a child given its histogram (serial best_split, gain only).
+
+    Thresholds of features with more than 16 bins are tried every `step` bins (the
+    lookahead's second level; the child's own search later tries them all).
+    """
+    d, nb, k, ns = hist.shape
+    n_par, l_par = _parent_value(parent, lam, beta_root, prior_mu, prior_prec)
+    best = 0.0
+    left = np.zeros((k, ns))
+    for f in range(d):
+        left[:, :] = 0.0
+        last = n_valid[f] - 1
+        st = step if n_valid[f] > 16 else 1
+        for b in range(last):
+            for a in range(k):
+                for s in range(ns):
+                    left[a, s] += hist[f, b, a, s]
+            if (b + 1) % st != 0 and b != last - 1:
+                continue
+            g = _split_gain(left, parent, n_par, l_par, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec)
+            if g > best:
+                best = g
+    return best
+
+
+@njit(cache=True, parallel=True)
+def lookahead_split(
+    codes_t, rows, t, y, z, rank, hist, n_valid, parent, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec, step
+):
+    """Best split by one-step lookahead: (feature, bin, its own gain, two-level score).
+
+    A candidate (f, b) is scored by its gain plus the best positive gain of a further split
+    of each child, so a split that only pays off through an interaction below it (no
+    marginal effect of its own) can still be chosen. `hist` is the node's histogram in
+    ranked order and `rank[f, code]` the ranked bin of a raw code (identity for numeric
+    features; the node's ratio order for categorical ones). For each f one pass over the
+    rows builds the joint histogram J[b_f, f2, b_f2]; cumulative sums over b_f give every
+    left child's histogram, the parent's minus it every right child's.
+    """
+    d, nb, k, ns = hist.shape
+    n_par, l_par = _parent_value(parent, lam, beta_root, prior_mu, prior_prec)
+    scores = np.full(d, -np.inf)
+    gains = np.zeros(d)
+    bins = np.full(d, -1, dtype=np.int64)
+    for f in prange(d):
+        nvf = n_valid[f]
+        if nvf < 2:
+            continue
+        joint = np.zeros((nvf, d, nb, k, ns))
+        for r in range(rows.shape[0]):
+            i = rows[r]
+            bf = rank[f, codes_t[f, i]]
+            if bf >= nvf:  # NaN: always right, never in a left child
+                continue
+            a = t[i]
+            yi = y[i]
+            zi = z[i]
+            for f2 in range(d):
+                b2 = rank[f2, codes_t[f2, i]]
+                joint[bf, f2, b2, a, 0] += 1.0
+                joint[bf, f2, b2, a, 1] += yi
+                joint[bf, f2, b2, a, 2] += yi * yi
+                joint[bf, f2, b2, a, 3] += zi
+                joint[bf, f2, b2, a, 4] += zi * zi
+        lh = np.zeros((d, nb, k, ns))
+        left = np.zeros((k, ns))
+        for b in range(nvf - 1):
+            lh += joint[b]
+            for a in range(k):
+                for s in range(ns):
+                    left[a, s] += hist[f, b, a, s]
+            g = _split_gain(left, parent, n_par, l_par, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec)
+            if g == -np.inf:
+                continue
+            right = parent - left
+            rh = hist - lh
+            gl = _best_child_gain(lh, n_valid, left, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec, step)
+            gr = _best_child_gain(rh, n_valid, right, lam, min_leaf, min_arm, beta_root, prior_mu, prior_prec, step)
+            sc = g + gl + gr
+            if sc > scores[f]:
+                scores[f] = sc
+                gains[f] = g
+                bins[f] = b
+    best_f = _best_feature(scores, bins)
+    if best_f < 0:
+        return -1, -1, 0.0, 0.0
+    return best_f, bins[best_f], gains[best_f], scores[best_f]
 
 
 # ---------------------------------------------------------------- the Lagrangian LP step

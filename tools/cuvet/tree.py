@@ -24,12 +24,16 @@ class TreeParams:
     min_leaf: int = 2000
     min_arm: int = 50
     min_gain_frac: float = 1e-3  # gain must exceed this fraction of L(root)
+    lookahead: bool = False  # score splits by the best two-level gain they allow (ours)
 
     def scaled(self, n_struct: int, arm_counts: np.ndarray) -> TreeParams:
         """Scale the size limits to small data (ours): at most n/10 per leaf, 1/4 of the rarest arm per child."""
         min_leaf = int(min(self.min_leaf, max(20, n_struct // 10)))
         min_arm = int(min(self.min_arm, max(10, int(arm_counts.min()) // 4)))
-        return TreeParams(self.max_depth, min_leaf, min_arm, self.min_gain_frac)
+        return TreeParams(self.max_depth, min_leaf, min_arm, self.min_gain_frac, self.lookahead)
+
+
+LOOKAHEAD_STEP = 4  # the lookahead's second level tries every 4th threshold of a 64-bin feature
 
 
 @dataclass
@@ -114,7 +118,9 @@ def grow(
     """Grow the tree depth-first on `rows` at a fixed lam.
 
     `histogram` and `split_finder` default to the Numba kernels; the benchmark passes the
-    pure-NumPy reference to check that it grows the identical tree.
+    pure-NumPy reference to check that it grows the identical tree. With params.lookahead,
+    nodes with room for two more levels are split by kernels.lookahead_split instead, and
+    a node's recorded gain (and the stopping rule) is its two-level score.
     """
     subtract = histogram is None  # the sibling trick; the reference path computes every histogram
     histogram = histogram or kernels.node_histogram
@@ -145,9 +151,18 @@ def grow(
                 for j in np.flatnonzero(cat):
                     orders[j] = node_level_order(hist[j], int(n_valid[j]))
                     scored[j, : len(orders[j])] = hist[j, orders[j]]
-            f, bin_, gain = split_finder(
-                scored, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
-            )
+            if params.lookahead and nd.depth + 2 <= params.max_depth and len(idx) >= 4 * params.min_leaf:
+                rank = np.tile(np.arange(N_BINS, dtype=np.int64), (codes_t.shape[0], 1))
+                for j, order in orders.items():
+                    rank[j, order] = np.arange(len(order))
+                f, bin_, _, gain = kernels.lookahead_split(
+                    codes_t, idx, t, y, z, rank, scored, n_valid, stats, lam, params.min_leaf, params.min_arm,
+                    beta_root, prior_mu, prior_prec, LOOKAHEAD_STEP,
+                )  # fmt: skip
+            else:
+                f, bin_, gain = split_finder(
+                    scored, n_valid, stats, lam, params.min_leaf, params.min_arm, beta_root, prior_mu, prior_prec
+                )
         if f < 0 or gain <= min_gain or gain <= 0:
             nd.leaf = n_leaves
             n_leaves += 1
