@@ -1,13 +1,13 @@
 """cbf benchmarks: `case size ours_s ref_s ratio`, the reference measured in the same run.
 
 - cbf_forward: numba CBF filter vs the same filter in vectorised NumPy (loop over trials).
-- cbf_value_grad: numba forward-mode value+gradient vs torch autograd through the same filter.
+- cbf_value_grad: numba value + reverse-mode (adjoint) gradient vs torch autograd through the same filter.
 - pf_p10000_vs_numpy[ours_*]: numba pf-beta particle filter (predictions only, as fits run it, or with all
   signals) vs the same filter vectorised over particles in NumPy, one 200-trial subject, 10,000 particles.
 - pf_p10000_vs_anchor[ours_*] (with --anchor DIR, a checkout of payampiray/health-lesion-stovol): vs that
   repository's numpy `LearningModel.run` (imported from DIR, not copied; it reports predictions, learning
   rates and the precision means). PF timings: best of --pf-repeats interleaved rounds.
-- fit_per_subject(cbf vs pf-hpl cpu): CBF gradient fit of the whole cohort (5 restarts, batched),
+- fit_per_subject(cbf vs pf-hpl cpu): CBF gradient fit of the whole cohort (5 fixed + 5 screened starts, batched),
   seconds per subject, vs the PF-HPL CPU protocol (Nelder-Mead, P=1000, R=4, 60 evaluations).
 - fit_per_subject(cbf vs pf-hpl paper), with --paper-protocol: vs the paper's protocol (BO, P=10,000,
   R=10, 200 evaluations) on one subject.
