@@ -11,6 +11,8 @@ rt-fixed: the regression's calibration alone (one group fixed, the null RT redra
 rt-redraw: the false-positive groups of `rt` (same seeds), each tested twice: with the simulator's null RT
         and with an independent redraw of log RT = 8.4 + N(0, .1^2) on the same design (agents, responses,
         ambiguity); separates the simulator's RT from the design and the regression.
+rt-stream: one fixed null design (seeds 2000-2002), log RT noise drawn the simulator's way
+        (SeedSequence([k, 1]), the response-noise block skipped) for `--redraws` seeds k = 10^6 + j.
 Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/_cbf_studies.py lesion rt
 """
 
@@ -215,9 +217,42 @@ def rt_redraw(args) -> dict:
     return out
 
 
+def rt_stream(args) -> dict:
+    import dataclasses
+
+    from methodkit.tools.cbf import agents, analyze, data, grid, signals
+    from methodkit.tools.cbf.forward import FilterOptions
+
+    task = data.simulate_task(seed=1)
+    n, seed = args.n, 2000
+    people = data.cohort_for_agents(task, n, seed=seed)
+    params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
+    sim = agents.simulate(people, "cbf", params, seed=seed + 2, rt=agents.parse_rt("logrt=8.4+0.0*amb+N(0,0.1)"))
+    values = {k: params[k].to_numpy() for k in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
+    amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
+    shape = sim.cohort.outcome.shape
+    ts = []
+    for j in range(args.redraws):
+        rng = np.random.default_rng(np.random.SeedSequence([10**6 + j, 1]))
+        rng.standard_normal(shape)  # the response noise the simulator draws first
+        rt_ms = np.round(np.exp(8.4 + 0.1 * rng.standard_normal(shape)), 1)
+        cohort = dataclasses.replace(sim.cohort, rt_ms=rt_ms)
+        beta = analyze.rt_regression(cohort, amb.arrays["ambiguity"]).table["b_amb"].dropna().to_numpy()
+        ts.append(float(stats.ttest_1samp(beta, 0.0).statistic))
+    ts = np.array(ts)
+    p = 2 * stats.t.sf(np.abs(ts), n - 1)
+    return {
+        "study": "rt-stream",
+        "n": n,
+        "redraws": args.redraws,
+        "rate_p<.05": float((p < 0.05).mean()),
+        "var_t": round(float(ts.var()), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed", "rt-redraw"])
+    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed", "rt-redraw", "rt-stream"])
     parser.add_argument("--redraws", type=int, default=300, help="rt-fixed: null RT redraws")
     parser.add_argument("--per-group", type=int, default=60)
     parser.add_argument("--retest", type=int, default=20, help="agents per group refitted for test-retest")
@@ -231,7 +266,7 @@ def main() -> None:
     parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
-        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw}[study]
+        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw, "rt-stream": rt_stream}[study]
         print(json.dumps(run(args)), flush=True)
 
 

@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--pf-repeats", type=int, default=7, help="interleaved rounds of the PF timings (best kept)")
     parser.add_argument("--skip-torch", action="store_true", help="skip the (slow) torch autograd reference row")
     parser.add_argument("--pf-only", action="store_true", help="stop after the particle-filter rows")
+    parser.add_argument("--cbf-only", action="store_true", help="skip the particle-filter speed rows")
     args = parser.parse_args()
     import numba
     import torch
@@ -177,27 +178,28 @@ def main() -> None:
     if not args.skip_torch:
         rows.append(("cbf_value_grad", f"{n}x4x50xK15", _time(lambda: objective(theta), 3), _time(torch_grad)))
 
-    P = 10_000
-    one = cohort.subset([0])
-    seeds = np.array([[12345]], dtype=np.int64)
-    pf_opts = fit.FitOptions(model="pf-beta", particles=P)
-    values = np.array([[0.2, 0.2, 10.0, 30.0]])
-    rng = np.random.default_rng(0)
-    outcome = one.outcome[0].ravel()
-    # Ours with predictions only (what the fits run) and with all signals (vol/sto means, ambiguity: more than
-    # the anchor reports); references: the same filter vectorised in NumPy, and the anchor repository's.
-    contenders = {
-        "ours_predictions": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=False),
-        "ours_signals": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=True),
-        "numpy": lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng),
-    }
-    if args.anchor:
-        contenders["anchor"] = anchor_pf(args.anchor, outcome, P)
-    best = _interleaved_best(contenders, args.pf_repeats)
-    for ours in ("ours_predictions", "ours_signals"):
-        rows.append((f"pf_p10000_vs_numpy[{ours}]", "1x200", best[ours], best["numpy"]))
+    if not args.cbf_only:
+        P = 10_000
+        one = cohort.subset([0])
+        seeds = np.array([[12345]], dtype=np.int64)
+        pf_opts = fit.FitOptions(model="pf-beta", particles=P)
+        values = np.array([[0.2, 0.2, 10.0, 30.0]])
+        rng = np.random.default_rng(0)
+        outcome = one.outcome[0].ravel()
+        # Ours with predictions only (what the fits run) and with all signals (vol/sto means, ambiguity: more than
+        # the anchor reports); references: the same filter vectorised in NumPy, and the anchor repository's.
+        contenders = {
+            "ours_predictions": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=False),
+            "ours_signals": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=True),
+            "numpy": lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng),
+        }
         if args.anchor:
-            rows.append((f"pf_p10000_vs_anchor[{ours}]", "1x200", best[ours], best["anchor"]))
+            contenders["anchor"] = anchor_pf(args.anchor, outcome, P)
+        best = _interleaved_best(contenders, args.pf_repeats)
+        for ours in ("ours_predictions", "ours_signals"):
+            rows.append((f"pf_p10000_vs_numpy[{ours}]", "1x200", best[ours], best["numpy"]))
+            if args.anchor:
+                rows.append((f"pf_p10000_vs_anchor[{ours}]", "1x200", best[ours], best["anchor"]))
     if args.pf_only:
         return
 
