@@ -8,6 +8,11 @@ rt:     ambiguity -> RT. Power: `--n` CBF agents with log RT = 8.4 + b A_t + N(0
         t-test on the per-subject beta_A; false positives: `--groups` groups of `--n` agents with b = 0.
         A_t is the agents' own (true-parameter) ambiguity; the regression is `cbf-fit analyze`'s.
 rt-fixed: the regression's calibration alone (one group fixed, the null RT redrawn `--redraws` times).
+rt-redraw: the false-positive groups of `rt` (same seeds), each tested twice: with the simulator's null RT
+        and with an independent redraw of log RT = 8.4 + N(0, .1^2) on the same design (agents, responses,
+        ambiguity); separates the simulator's RT from the design and the regression.
+rt-stream: one fixed null design (seeds 2000-2002), log RT noise drawn the simulator's way
+        (SeedSequence([k, 1]), the response-noise block skipped) for `--redraws` seeds k = 10^6 + j.
 Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/_cbf_studies.py lesion rt
 """
 
@@ -41,9 +46,10 @@ def lesion(args) -> dict:
             res[f"{a}_vs_{b}"] = round(analyze.auc(sign * index[pick], groups[pick] == a), 3)
         return res
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     cbf = fit.run(cohort, fit.FitOptions(restarts=args.restarts)).table
     out["cbf_fit_s"] = round(time.perf_counter() - start, 1)
+    out["cbf_fit_cpu_s"] = round(time.process_time() - cpu, 1)
     d = np.log(cbf["kappa_v"].to_numpy()) - np.log(cbf["kappa_s"].to_numpy())
     out["cbf_auc"] = aucs(d)
     out["cbf_median_D"] = {g: round(float(np.median(d[groups == g])), 2) for g in ("healthy", "vol-blind", "sto-blind")}
@@ -51,16 +57,18 @@ def lesion(args) -> dict:
     print(json.dumps(out), flush=True)
 
     pf_opts = fit.FitOptions(model="pf-hpl", particles=args.particles, runs=args.runs, evaluations=args.evaluations)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     pf = fit.run(cohort, pf_opts, seed=0).table
     out["pf_hpl_fit_s"] = round(time.perf_counter() - start, 1)
+    out["pf_hpl_fit_cpu_s"] = round(time.process_time() - cpu, 1)
     out["pf_hpl_protocol"] = f"nelder-mead P={args.particles} R={args.runs} evals={args.evaluations}"
     index = pf["mu_s"].to_numpy() - pf["mu_v"].to_numpy()
     out["pf_hpl_auc"] = aucs(index)
-    out["fit_s_per_subject"] = {
-        "cbf": round(out["cbf_fit_s"] / len(labels), 3),
-        "pf_hpl": round(out["pf_hpl_fit_s"] / len(labels), 3),
+    out["fit_cpu_s_per_subject"] = {
+        "cbf": round(out["cbf_fit_cpu_s"] / len(labels), 3),
+        "pf_hpl": round(out["pf_hpl_fit_cpu_s"] / len(labels), 3),
     }
+    out["pf_hpl_cpu_min_per_100_subjects"] = round(out["pf_hpl_fit_cpu_s"] / len(labels) * 100 / 60, 2)
     print(json.dumps(out), flush=True)
 
     # test-retest on the first `retest` agents of each group
@@ -168,13 +176,87 @@ def rt_fixed(args) -> dict:
     }
 
 
+def rt_redraw(args) -> dict:
+    import dataclasses
+
+    from methodkit.tools.cbf import agents, analyze, data, grid, signals
+    from methodkit.tools.cbf.forward import FilterOptions
+
+    task = data.simulate_task(seed=1)
+    n = args.n
+    rows = []
+    start = time.perf_counter()
+    for g in range(args.groups):
+        seed = args.fp_seed + 10 * g
+        people = data.cohort_for_agents(task, n, seed=seed)
+        params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
+        sim = agents.simulate(people, "cbf", params, seed=seed + 2, rt=agents.parse_rt("logrt=8.4+0.0*amb+N(0,0.1)"))
+        values = {k: params[k].to_numpy() for k in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
+        amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 99]))
+        redrawn = np.round(np.exp(8.4 + 0.1 * rng.standard_normal(sim.cohort.rt_ms.shape)), 1)
+        row = {}
+        for name, cohort in (("simulator", sim.cohort), ("redraw", dataclasses.replace(sim.cohort, rt_ms=redrawn))):
+            beta = analyze.rt_regression(cohort, amb.arrays["ambiguity"]).table["b_amb"].dropna().to_numpy()
+            test = stats.ttest_1samp(beta, 0.0)
+            row[name] = (float(test.statistic), float(test.pvalue))
+        rows.append(row)
+    out: dict = {"study": "rt-redraw", "n": n, "groups": args.groups, "seed_base": args.fp_seed}
+    for name in ("simulator", "redraw"):
+        t = np.array([r[name][0] for r in rows])
+        p = np.array([r[name][1] for r in rows])
+        out[name] = {
+            "rate_p<.05": float((p < 0.05).mean()),
+            "var_t": round(float(t.var()), 3),
+            "mean_t": round(float(t.mean()), 3),
+        }
+    ts = np.array([r["simulator"][0] for r in rows])
+    tr = np.array([r["redraw"][0] for r in rows])
+    out["corr_t_simulator_redraw"] = round(float(np.corrcoef(ts, tr)[0, 1]), 3)
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    return out
+
+
+def rt_stream(args) -> dict:
+    import dataclasses
+
+    from methodkit.tools.cbf import agents, analyze, data, grid, signals
+    from methodkit.tools.cbf.forward import FilterOptions
+
+    task = data.simulate_task(seed=1)
+    n, seed = args.n, 2000
+    people = data.cohort_for_agents(task, n, seed=seed)
+    params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
+    sim = agents.simulate(people, "cbf", params, seed=seed + 2, rt=agents.parse_rt("logrt=8.4+0.0*amb+N(0,0.1)"))
+    values = {k: params[k].to_numpy() for k in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
+    amb = signals.model_signals(sim.cohort, "cbf", values, grid=grid.GridSpec(), fopts=FilterOptions())
+    shape = sim.cohort.outcome.shape
+    ts = []
+    for j in range(args.redraws):
+        rng = np.random.default_rng(np.random.SeedSequence([10**6 + j, 1]))
+        rng.standard_normal(shape)  # the response noise the simulator draws first
+        rt_ms = np.round(np.exp(8.4 + 0.1 * rng.standard_normal(shape)), 1)
+        cohort = dataclasses.replace(sim.cohort, rt_ms=rt_ms)
+        beta = analyze.rt_regression(cohort, amb.arrays["ambiguity"]).table["b_amb"].dropna().to_numpy()
+        ts.append(float(stats.ttest_1samp(beta, 0.0).statistic))
+    ts = np.array(ts)
+    p = 2 * stats.t.sf(np.abs(ts), n - 1)
+    return {
+        "study": "rt-stream",
+        "n": n,
+        "redraws": args.redraws,
+        "rate_p<.05": float((p < 0.05).mean()),
+        "var_t": round(float(ts.var()), 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed"])
+    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed", "rt-redraw", "rt-stream"])
     parser.add_argument("--redraws", type=int, default=300, help="rt-fixed: null RT redraws")
     parser.add_argument("--per-group", type=int, default=60)
     parser.add_argument("--retest", type=int, default=20, help="agents per group refitted for test-retest")
-    parser.add_argument("--restarts", type=int, default=3)
+    parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--particles", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--evaluations", type=int, default=60)
@@ -184,7 +266,7 @@ def main() -> None:
     parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
-        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed}[study]
+        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw, "rt-stream": rt_stream}[study]
         print(json.dumps(run(args)), flush=True)
 
 

@@ -1,13 +1,13 @@
 """cbf benchmarks: `case size ours_s ref_s ratio`, the reference measured in the same run.
 
 - cbf_forward: numba CBF filter vs the same filter in vectorised NumPy (loop over trials).
-- cbf_value_grad: numba forward-mode value+gradient vs torch autograd through the same filter.
+- cbf_value_grad: numba value + reverse-mode (adjoint) gradient vs torch autograd through the same filter.
 - pf_p10000_vs_numpy[ours_*]: numba pf-beta particle filter (predictions only, as fits run it, or with all
   signals) vs the same filter vectorised over particles in NumPy, one 200-trial subject, 10,000 particles.
 - pf_p10000_vs_anchor[ours_*] (with --anchor DIR, a checkout of payampiray/health-lesion-stovol): vs that
   repository's numpy `LearningModel.run` (imported from DIR, not copied; it reports predictions, learning
   rates and the precision means). PF timings: best of --pf-repeats interleaved rounds.
-- fit_per_subject(cbf vs pf-hpl cpu): CBF gradient fit of the whole cohort (5 restarts, batched),
+- fit_per_subject(cbf vs pf-hpl cpu): CBF gradient fit of the whole cohort (5 fixed + 5 screened starts, batched),
   seconds per subject, vs the PF-HPL CPU protocol (Nelder-Mead, P=1000, R=4, 60 evaluations).
 - fit_per_subject(cbf vs pf-hpl paper), with --paper-protocol: vs the paper's protocol (BO, P=10,000,
   R=10, 200 evaluations) on one subject.
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--pf-repeats", type=int, default=7, help="interleaved rounds of the PF timings (best kept)")
     parser.add_argument("--skip-torch", action="store_true", help="skip the (slow) torch autograd reference row")
     parser.add_argument("--pf-only", action="store_true", help="stop after the particle-filter rows")
+    parser.add_argument("--cbf-only", action="store_true", help="skip the particle-filter speed rows")
     args = parser.parse_args()
     import numba
     import torch
@@ -177,27 +178,28 @@ def main() -> None:
     if not args.skip_torch:
         rows.append(("cbf_value_grad", f"{n}x4x50xK15", _time(lambda: objective(theta), 3), _time(torch_grad)))
 
-    P = 10_000
-    one = cohort.subset([0])
-    seeds = np.array([[12345]], dtype=np.int64)
-    pf_opts = fit.FitOptions(model="pf-beta", particles=P)
-    values = np.array([[0.2, 0.2, 10.0, 30.0]])
-    rng = np.random.default_rng(0)
-    outcome = one.outcome[0].ravel()
-    # Ours with predictions only (what the fits run) and with all signals (vol/sto means, ambiguity: more than
-    # the anchor reports); references: the same filter vectorised in NumPy, and the anchor repository's.
-    contenders = {
-        "ours_predictions": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=False),
-        "ours_signals": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=True),
-        "numpy": lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng),
-    }
-    if args.anchor:
-        contenders["anchor"] = anchor_pf(args.anchor, outcome, P)
-    best = _interleaved_best(contenders, args.pf_repeats)
-    for ours in ("ours_predictions", "ours_signals"):
-        rows.append((f"pf_p10000_vs_numpy[{ours}]", "1x200", best[ours], best["numpy"]))
+    if not args.cbf_only:
+        P = 10_000
+        one = cohort.subset([0])
+        seeds = np.array([[12345]], dtype=np.int64)
+        pf_opts = fit.FitOptions(model="pf-beta", particles=P)
+        values = np.array([[0.2, 0.2, 10.0, 30.0]])
+        rng = np.random.default_rng(0)
+        outcome = one.outcome[0].ravel()
+        # Ours with predictions only (what the fits run) and with all signals (vol/sto means, ambiguity: more than
+        # the anchor reports); references: the same filter vectorised in NumPy, and the anchor repository's.
+        contenders = {
+            "ours_predictions": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=False),
+            "ours_signals": lambda: fit.pf_predictions("pf-beta", one, values, pf_opts, seeds, signals=True),
+            "numpy": lambda: numpy_pf_beta(outcome, 0.2, 0.2, 10.0, 30.0, P, rng),
+        }
         if args.anchor:
-            rows.append((f"pf_p10000_vs_anchor[{ours}]", "1x200", best[ours], best["anchor"]))
+            contenders["anchor"] = anchor_pf(args.anchor, outcome, P)
+        best = _interleaved_best(contenders, args.pf_repeats)
+        for ours in ("ours_predictions", "ours_signals"):
+            rows.append((f"pf_p10000_vs_numpy[{ours}]", "1x200", best[ours], best["numpy"]))
+            if args.anchor:
+                rows.append((f"pf_p10000_vs_anchor[{ours}]", "1x200", best[ours], best["anchor"]))
     if args.pf_only:
         return
 

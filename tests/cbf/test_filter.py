@@ -94,24 +94,81 @@ def test_signals_are_sane(cbf_agents):
     assert np.all(sig.arrays["ambiguity"] >= 0)
 
 
-@pytest.mark.parametrize("model", ["cbf", "kf"])
-def test_numba_gradient_equals_torch_autograd(cbf_agents, model):
+@pytest.mark.parametrize(
+    "model,objective,response,filt",
+    [
+        ("cbf", "joint", forward.ResponseModel(censor=True, lapse=0.02), FilterOptions()),
+        ("kf", "joint", forward.ResponseModel(censor=True, lapse=0.02), FilterOptions()),
+        ("cbf", "responses", forward.ResponseModel(), FilterOptions(switch=0.05, carry_over=True)),
+        ("cbf", "outcomes", forward.ResponseModel(), FilterOptions(carry_over=True)),
+    ],
+)
+def test_numba_adjoint_gradient_equals_torch_autograd(cbf_agents, model, objective, response, filt):
     import torch
 
     c = cbf_agents.cohort
     c.response[0, 1, 2] = np.nan  # a missing response is left out of both
-    opts = fit.FitOptions(
-        model=model, grid=grid.GridSpec(k=5), response=forward.ResponseModel(censor=True, lapse=0.02), objective="joint"
-    )
+    c.valid[3, 2, -3:] = False  # a short block
+    opts = fit.FitOptions(model=model, grid=grid.GridSpec(k=5), response=response, objective=objective, filter=filt)
     d = 5 if model == "cbf" else 3
     theta = np.array(fit.models.GRADIENT_MODELS[model].prior_mean) + np.random.default_rng(0).normal(0, 0.6, (4, d))
-    loss, g = fit.Objective(c, np.arange(4), opts)(theta)
-    t = torch.tensor(theta, requires_grad=True)
-    ref, _, _, _ = fit.neg_log_posterior(t, fit._batch(c, np.arange(4), 1), opts)
-    ref.sum().backward()
+    try:
+        loss, g = fit.Objective(c, np.arange(4), opts)(theta)
+        value, *_ = fit.Objective(c, np.arange(4), opts).parts(theta, need_grad=False)
+        t = torch.tensor(theta, requires_grad=True)
+        ref, _, _, _ = fit.neg_log_posterior(t, fit._batch(c, np.arange(4), 1), opts)
+        ref.sum().backward()
+        torch_path = fit.Objective(c, np.arange(4), fit.FitOptions(**{**opts.__dict__, "gradient": "torch"}))
+        loss_t, g_t = torch_path(theta)
+    finally:
+        c.response[0, 1, 2] = 50.0
+        c.valid[3, 2, -3:] = True
     assert np.allclose(loss, ref.detach().numpy(), rtol=1e-10)
+    assert np.array_equal(value, loss)
     assert np.allclose(g, t.grad.numpy(), rtol=1e-7, atol=1e-7)
-    c.response[0, 1, 2] = 50.0
+    assert np.allclose(loss_t, loss, rtol=1e-10) and np.allclose(g_t, g, rtol=1e-7, atol=1e-7)
+
+
+def test_shape_coordinates_round_trip_and_chain_rule(cbf_agents):
+    c = cbf_agents.cohort
+    obj = fit.Objective(c, np.arange(4), fit.FitOptions(grid=grid.GridSpec(k=4)))
+    space = fit.ShapeSpace(obj, "cbf")
+    theta = np.array(fit.models.CBF.prior_mean) + np.random.default_rng(5).normal(0, 0.5, (4, 5))
+    y = space.to_y(theta)
+    assert np.allclose(space.to_theta(y), theta, atol=1e-12)
+    mu, kappa = fit.models.sigmoid(theta[:, 0]), np.exp(theta[:, 1])
+    assert np.allclose(np.exp(y[:, :2]), np.column_stack([mu * kappa, (1 - mu) * kappa]))
+    _, gy = space(y)
+    for j in range(5):
+        e = np.zeros(5)
+        e[j] = 1e-6
+        fd = (space(y + e)[0] - space(y - e)[0]) / 2e-6
+        assert np.allclose(fd, gy[:, j], rtol=1e-5, atol=1e-5)
+
+
+def test_screening_picks_the_best_grid_points(cbf_agents):
+    c = cbf_agents.cohort
+    opts = fit.FitOptions(grid=grid.GridSpec(k=4), screen=3)
+    obj = fit.Objective(c, np.arange(4), opts)
+    fixed = fit.ShapeSpace(obj, "cbf").to_y(np.array(fit.models.CBF.starts))
+    picked = fit.screen_starts(obj, opts, fixed)
+    assert picked.shape == (4, 3, 5)
+    space = fit.ShapeSpace(obj, "cbf")
+    cand = np.clip(fit.models.screen_grid("cbf"), *space.bounds(5))
+    for s in range(4):
+        loss, _ = space(cand, np.full(len(cand), s))
+        assert np.allclose(np.sort(loss)[:3], space(picked[s], np.full(3, s))[0])
+
+
+def test_fit_by_the_adjoint_agrees_with_the_torch_reference_path(cbf_agents):
+    c = cbf_agents.cohort.subset([0, 1])
+    base = dict(grid=grid.GridSpec(k=4), restarts=2, screen=1)
+    a = fit.run(c, fit.FitOptions(**base)).table
+    b = fit.run(c, fit.FitOptions(**base, gradient="torch")).table
+    assert np.allclose(a["loglik"], b["loglik"], atol=1e-6)
+    for col in ("mu_v", "mu_s", "sigma_r"):
+        assert np.allclose(a[col], b[col], atol=1e-3)
+    assert np.allclose(np.log(a[["kappa_v", "kappa_s"]]), np.log(b[["kappa_v", "kappa_s"]]), atol=1e-2)
 
 
 def test_loglik_gradcheck_in_float64(cbf_agents):

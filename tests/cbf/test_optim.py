@@ -33,3 +33,21 @@ def test_non_finite_rows_do_not_disturb_others():
     x, f, _, _ = minimize_rows(fun, np.zeros((3, 2)), max_iter=50, gtol=1e-10)
     assert np.allclose(x[[0, 2]], 3.0)
     assert np.isnan(f[1])
+
+
+def test_box_bounds_are_kept_and_the_projected_gradient_vanishes():
+    from methodkit.tools.cbf.optim import projected_gradient
+
+    target = np.array([[2.0, -3.0], [0.5, 0.5], [-4.0, 4.0]])
+
+    def fun(x, rows):
+        d = x - target[rows]
+        return (d * d * [1.0, 30.0]).sum(1), 2 * d * [1.0, 30.0]
+
+    lower, upper = np.array([-1.0, -1.0]), np.array([1.0, np.inf])
+    x, f, g, _ = minimize_rows(fun, np.zeros((3, 2)), max_iter=100, gtol=1e-9, lower=lower, upper=upper)
+    assert np.allclose(x, [[1.0, -1.0], [0.5, 0.5], [-1.0, 4.0]], atol=1e-8)
+    assert np.all(x >= lower) and np.all(x <= upper)
+    assert np.abs(projected_gradient(x, g, lower, upper)).max() < 1e-8
+    assert np.abs(g[0]).max() > 1.0  # at the bounds the raw gradient does not vanish
+

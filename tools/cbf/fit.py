@@ -1,9 +1,12 @@
-"""Per-subject fitting: gradient models (cbf, kf) by batched torch L-BFGS, particle filters derivative-free.
+"""Per-subject fitting: gradient models (cbf, kf) by batched per-row L-BFGS, particle filters derivative-free.
 
-Gradient models: every subject x restart is one row of a batch whose losses are summed (the problem
-is block-diagonal, so the summed gradient is each row's own gradient). After L-BFGS (strong Wolfe)
-a few damped Newton steps on the per-row Hessian polish each row; that Hessian (central differences
-of the autograd gradient) also gives the Laplace log evidence.
+Gradient models: every subject x start point is one row of a batch; each row has its own L-BFGS
+history and line search (optim.minimize_rows), all pending rows evaluated by one kernel call. The
+objective and its exact gradient come from the numba adjoint kernel (or, as the reference, the torch
+graph). The CBF is optimised in Beta-shape coordinates where the shape clamp is a box (ShapeSpace);
+starts are the model's fixed design plus the best points of a screened grid. Rows L-BFGS leaves
+unconverged get damped Newton steps; the Hessian (central differences of the exact gradient) also
+gives the Laplace log evidence.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from methodkit.tools.cbf import grid as gridmod
 from methodkit.tools.cbf import models
 from methodkit.tools.cbf.data import Cohort
 from methodkit.tools.cbf.forward import FilterOptions, ResponseModel, filter_predictions, response_loglik
-from methodkit.tools.cbf.optim import minimize_rows
+from methodkit.tools.cbf.optim import minimize_rows, projected_gradient
 
 OBJECTIVES = ("responses", "outcomes", "joint")
 GRAD_TOL = 1e-2  # a row counts as converged when its gradient norm is below this
@@ -34,10 +37,12 @@ class FitOptions:
     filter: FilterOptions = field(default_factory=FilterOptions)
     response: ResponseModel = field(default_factory=ResponseModel)
     objective: str = "responses"
-    restarts: int = 5
+    restarts: int = 5  # starts from the model's fixed design
+    screen: int = 5  # extra starts: the best points of a fixed grid, scored by one forward pass per subject
     max_iter: int = 200
     newton_steps: int = 2
     optimizer_grad: str = "lbfgs-rows"  # per-row batched L-BFGS; "torch-lbfgs" = one L-BFGS on the summed loss
+    gradient: str = "adjoint"  # "adjoint": numba forward + reverse-mode kernel; "torch": the autograd reference
     chunk: int = 32
     # particle filters
     particles: int = 1000
@@ -126,9 +131,11 @@ def neg_log_posterior(theta, batch, opts: FitOptions):
 
 
 class Objective:
-    """Per-row negative log posterior and its gradient, computed by the numba forward-mode kernel.
+    """Per-row negative log posterior and its gradient: by default the numba kernel (forward pass, then a
+    hand-written reverse-mode sweep) with the Beta-quantile node derivatives chained on in NumPy.
 
-    Rows are subject x restart; the torch graph (`neg_log_posterior`) is the reference it is tested against.
+    Rows are subject x restart; the torch graph (`neg_log_posterior`, `gradient="torch"`) is the reference
+    it is tested against and can drive the same fit.
     """
 
     def __init__(self, cohort: Cohort, rows: np.ndarray, opts: FitOptions):
@@ -173,27 +180,30 @@ class Objective:
             out.append((node, np.stack([node * span * d_logit, node * span * d_logk], -1)))
         return out[0][0], out[1][0], out[0][1], out[1][1], clamped
 
-    def parts(self, theta: np.ndarray, rows: np.ndarray | None = None):
-        """(loss, grad, response loglik, observer evidence, clamped) per row (of `rows`, default all)."""
+    def parts(self, theta: np.ndarray, rows: np.ndarray | None = None, need_grad: bool = True):
+        """(loss, grad, response loglik, observer evidence, clamped) per row (of `rows`, default all).
+        Without need_grad the gradient is not computed (returned as zeros)."""
+        theta = np.ascontiguousarray(theta, dtype=float)
+        if self.opts.gradient == "torch" and need_grad:
+            return self._parts_torch(theta, rows)
         from methodkit.tools.cbf import kernels
 
-        theta = np.ascontiguousarray(theta, dtype=float)
         pick = slice(None) if rows is None else rows
         N = theta.shape[0]
         v, s, dv, ds, clamped = self.nodes(theta)
-        ll, ev = np.empty(N), np.empty(N)
-        gll, gev = np.empty((N, 5)), np.empty((N, 4))
+        ll, ev, gls = np.empty(N), np.empty(N), np.empty(N)
+        gv, gs = np.zeros(v.shape), np.zeros(s.shape)
+        w_ll = 0.0 if self.opts.objective == "outcomes" else 1.0
+        w_ev = 0.0 if self.opts.objective == "responses" else 1.0
         f, r = self.opts.filter, self.opts.response
         lo, hi = r.clip if r.clip is not None else (-np.inf, np.inf)
-        kernels.cbf_value_grad(
+        kernels.cbf_value_adjoint(
             self.outcome[pick],
             self.valid[pick],
             self.response[pick],
             self.rmask[pick],
             np.ascontiguousarray(v),
             np.ascontiguousarray(s),
-            np.ascontiguousarray(dv),
-            np.ascontiguousarray(ds),
             np.ascontiguousarray(theta[:, -1]),
             float(f.m0),
             float(f.w0),
@@ -203,18 +213,18 @@ class Objective:
             float(hi),
             bool(r.censor and r.clip is not None),
             float(r.lapse if r.clip is not None else 0.0),
+            w_ll,
+            w_ev,
+            need_grad,
             ll,
             ev,
-            gll,
-            gev,
+            gv,
+            gs,
+            gls,
         )
-        gev = np.concatenate([gev, np.zeros((N, 1))], 1)
-        if self.opts.objective == "responses":
-            data, gdata = ll, gll
-        elif self.opts.objective == "outcomes":
-            data, gdata = ev, gev
-        else:
-            data, gdata = ll + ev, gll + gev
+        # chain rule from node adjoints to theta: [d/dv-shape params, d/ds-shape params, d/dlog sigma_r]
+        gdata = np.concatenate([np.einsum("nk,nkd->nd", gv, dv), np.einsum("nk,nkd->nd", gs, ds), gls[:, None]], 1)
+        data = w_ll * ll + w_ev * ev
         if self.opts.model == "kf":
             gdata = gdata[:, [0, 2, 4]]
         z = (theta - self.prior_mean) / self.prior_sd
@@ -225,25 +235,102 @@ class Objective:
         grad[bad] = 0.0
         return loss, grad, ll, ev, clamped
 
+    def _parts_torch(self, theta: np.ndarray, rows):
+        """The reference path: the torch graph of the filter, differentiated by autograd."""
+        import torch
+
+        pick = slice(None) if rows is None else rows
+        batch = Batch(
+            torch.from_numpy(self.outcome[pick]),
+            torch.from_numpy(self.valid[pick]),
+            torch.from_numpy(self.response[pick]),
+            torch.from_numpy(self.rmask[pick]),
+        )
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            t = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+            loss, ll, ev, clamped = neg_log_posterior(t, batch, self.opts)
+            finite = torch.isfinite(loss)
+            torch.where(finite, loss, torch.zeros_like(loss)).sum().backward()
+        finally:
+            torch.set_default_dtype(previous)
+        grad = t.grad.numpy().copy()
+        loss = loss.detach().numpy().copy()
+        grad[~np.isfinite(loss) | ~np.isfinite(grad).all(-1)] = 0.0
+        return loss, grad, ll.detach().numpy().copy(), ev.detach().numpy().copy(), clamped.numpy().copy()
+
     def __call__(self, theta, rows=None):
         loss, grad, _, _, _ = self.parts(theta, rows)
         return loss, grad
 
 
-def row_hessians(theta: np.ndarray, objective: Objective, h: float = 1e-4) -> np.ndarray:
-    """[N, d, d] Hessians of each row's objective: central differences of the exact gradient.
-
-    Rows are independent, so perturbing coordinate j of every row at once gives column j of every block.
+def row_hessians(theta: np.ndarray, objective: Objective, h: float = 1e-4, rows=None) -> np.ndarray:
+    """[N, d, d] Hessians of each row's objective (of `rows` when given): central differences of the exact
+    gradient. Rows are independent, so perturbing coordinate j of every row at once gives column j of every block.
     """
     N, d = theta.shape
     H = np.empty((N, d, d))
     for j in range(d):
         step = np.zeros(d)
         step[j] = h
-        _, gp = objective(theta + step)
-        _, gm = objective(theta - step)
+        _, gp = objective(theta + step, rows)
+        _, gm = objective(theta - step, rows)
         H[:, :, j] = (gp - gm) / (2 * h)
     return 0.5 * (H + H.transpose(0, 2, 1))
+
+
+class ShapeSpace:
+    """The coordinates the CBF is optimised in: y = (log a_v, log b_v, log a_s, log b_s, log sigma_r).
+
+    The Beta shapes are clamped to [SHAPE_MIN, SHAPE_MAX]; beyond the clamp the likelihood is flat, and in
+    theta that makes a kink where many subjects' optima sit (the gradient never vanishes there). In shape
+    coordinates the clamp is a box, which the optimizer keeps by projection, and the prior (on theta) pulls
+    back into the box from every side, so the box minimum is the clamped objective's minimum. kf: y = theta.
+    """
+
+    EDGE = 1e-9  # bounds a hair inside the clamp, so that exp(log bound) is never clamped by rounding
+
+    def __init__(self, objective: Objective, model: str):
+        self.objective = objective
+        self.cbf = model == "cbf"
+
+    def bounds(self, d: int):
+        lower, upper = np.full(d, -np.inf), np.full(d, np.inf)
+        if self.cbf:
+            lower[:4] = math.log(gridmod.SHAPE_MIN) + self.EDGE
+            upper[:4] = math.log(gridmod.SHAPE_MAX) - self.EDGE
+        return lower, upper
+
+    def to_y(self, theta: np.ndarray) -> np.ndarray:
+        if not self.cbf:
+            return theta.copy()
+        y = theta.copy()
+        for col in (0, 2):
+            log_mu = -np.logaddexp(0.0, -theta[:, col])
+            log_1mu = -np.logaddexp(0.0, theta[:, col])
+            y[:, col], y[:, col + 1] = log_mu + theta[:, col + 1], log_1mu + theta[:, col + 1]
+        return y
+
+    def to_theta(self, y: np.ndarray) -> np.ndarray:
+        if not self.cbf:
+            return y.copy()
+        theta = y.copy()
+        for col in (0, 2):
+            theta[:, col], theta[:, col + 1] = y[:, col] - y[:, col + 1], np.logaddexp(y[:, col], y[:, col + 1])
+        return theta
+
+    def __call__(self, y: np.ndarray, rows=None):
+        theta = self.to_theta(y)
+        loss, g = self.objective(theta, rows)
+        if not self.cbf:
+            return loss, g
+        gy = g.copy()
+        for col in (0, 2):  # d logit mu / d (log a, log b) = (1, -1); d log kappa / d (log a, log b) = (mu, 1 - mu)
+            mu = models.sigmoid(theta[:, col])
+            gy[:, col] = g[:, col] + mu * g[:, col + 1]
+            gy[:, col + 1] = -g[:, col] + (1 - mu) * g[:, col + 1]
+        return loss, gy
 
 
 def _lbfgs(theta0: np.ndarray, objective: Objective, opts: FitOptions) -> np.ndarray:
@@ -271,21 +358,46 @@ def _lbfgs(theta0: np.ndarray, objective: Objective, opts: FitOptions) -> np.nda
     return theta.detach().numpy().copy()
 
 
-def _newton(theta: np.ndarray, objective: Objective, opts: FitOptions) -> np.ndarray:
-    """Damped Newton steps per row (|eigenvalues| floored), each accepted only where the row improves."""
+def _newton(y: np.ndarray, space: ShapeSpace, lower, upper, opts: FitOptions, gtol: float) -> np.ndarray:
+    """Damped Newton steps (|eigenvalues| floored, clipped into the box) on the rows L-BFGS left with a
+    projected gradient norm above gtol, each step accepted only where the row improves."""
+    y = y.copy()
+    _, g = space(y)
+    rows = np.flatnonzero(np.linalg.norm(projected_gradient(y, g, lower, upper), axis=1) > gtol)
     for _ in range(opts.newton_steps):
-        loss, g = objective(theta)
-        H = row_hessians(theta, objective)
+        if rows.size == 0:
+            break
+        x = y[rows]
+        loss, g = space(x, rows)
+        H = row_hessians(x, space, rows=rows)
         w, V = np.linalg.eigh(H)
         w = np.maximum(np.abs(w), 1e-3)
         step = -np.einsum("nij,nj->ni", V, np.einsum("nji,nj->ni", V, g) / w)
-        step = np.clip(np.nan_to_num(step), -2.0, 2.0)
-        new_loss, _ = objective(theta + step)
+        trial = np.clip(x + np.clip(np.nan_to_num(step), -2.0, 2.0), lower, upper)
+        new_loss, _ = space(trial, rows)
         better = np.isfinite(new_loss) & (new_loss < loss)
-        if not better.any():
-            break
-        theta = np.where(better[:, None], theta + step, theta)
-    return theta
+        y[rows[better]] = trial[better]
+        rows = rows[better]
+    return y
+
+
+def screen_starts(objective: Objective, opts: FitOptions, fixed: np.ndarray) -> np.ndarray:
+    """[S, opts.screen, d] extra start points per subject (optimizer coordinates): the best-scoring points of a
+    fixed grid (`models.screen_grid`), scored by one value-only pass, excluding points of the fixed design."""
+    S = objective.outcome.shape[0]
+    grid = models.screen_grid(opts.model)
+    grid = grid[~(np.abs(grid[:, None, :] - fixed[None]).max(-1) < 1e-9).any(1)]
+    k = min(opts.screen, grid.shape[0])
+    if k <= 0:
+        return np.zeros((S, 0, fixed.shape[1]))
+    space = ShapeSpace(objective, opts.model)
+    lower, upper = space.bounds(grid.shape[1])
+    grid = np.clip(grid, lower, upper)
+    rows = np.repeat(np.arange(S), grid.shape[0])
+    loss, *_ = objective.parts(space.to_theta(np.tile(grid, (S, 1))), rows, need_grad=False)
+    loss = np.where(np.isfinite(loss), loss, np.inf).reshape(S, grid.shape[0])
+    order = np.argsort(loss, axis=1, kind="stable")[:, :k]
+    return grid[order]
 
 
 def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFrame:
@@ -303,19 +415,28 @@ def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFr
         started = time.perf_counter()
         index = np.arange(first, min(S, first + opts.chunk))
         n = index.size
-        objective = Objective(cohort, np.repeat(index, R), opts)
-        if opts.optimizer_grad == "torch-lbfgs":
-            theta = _lbfgs(np.tile(starts, (n, 1)), objective, opts)
-        else:
-            theta, _, _, _ = minimize_rows(
-                objective, np.tile(starts, (n, 1)), max_iter=opts.max_iter, gtol=GRAD_TOL / 10
-            )
-        theta = _newton(theta, objective, opts)
-        loss, _ = objective(theta)
-        loss = np.where(np.isfinite(loss), loss, np.inf).reshape(n, R)
-        best = theta[np.arange(n) * R + loss.argmin(1)]
         single = Objective(cohort, index, opts)
+        fixed = ShapeSpace(single, opts.model).to_y(starts)
+        y0 = np.concatenate([np.tile(fixed[None], (n, 1, 1)), screen_starts(single, opts, fixed)], 1)
+        R = y0.shape[1]
+        objective = Objective(cohort, np.repeat(index, R), opts)
+        space = ShapeSpace(objective, opts.model)
+        lower, upper = space.bounds(d)
+        if opts.optimizer_grad == "torch-lbfgs":
+            y = space.to_y(_lbfgs(space.to_theta(y0.reshape(n * R, d)), objective, opts))
+        else:
+            y, _, _, _ = minimize_rows(
+                space, y0.reshape(n * R, d), max_iter=opts.max_iter, gtol=GRAD_TOL / 10, lower=lower, upper=upper
+            )
+        y = _newton(y, space, lower, upper, opts, GRAD_TOL / 10)
+        loss, _ = space(y)
+        loss = np.where(np.isfinite(loss), loss, np.inf).reshape(n, R)
+        best_y = y[np.arange(n) * R + loss.argmin(1)]
+        best = space.to_theta(best_y)
         final, g, ll, evidence, clamped = single.parts(best)
+        _, gy = ShapeSpace(single, opts.model)(best_y)
+        pgnorm = np.linalg.norm(projected_gradient(best_y, gy, lower, upper), axis=1)
+        at_bound = ((best_y <= lower + 1e-6) | (best_y >= upper - 1e-6)).any(1)
         H = row_hessians(best, single)
         seconds = (time.perf_counter() - started) / n
         values = models.natural(opts.model, best)
@@ -324,7 +445,7 @@ def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFr
             ok = bool(np.isfinite(final[i]))
             sign, logdet = np.linalg.slogdet(H[i]) if ok else (0.0, np.nan)
             log_evidence = -final[i] + 0.5 * d * math.log(2 * math.pi) - 0.5 * logdet if sign > 0 else np.nan
-            gnorm = float(np.linalg.norm(g[i]))
+            gnorm = float(pgnorm[i])
             row = {"subject": cohort.subjects[s], "model": opts.model}
             row.update({k: float(v[i]) for k, v in values.items()})
             if opts.model == "cbf":
@@ -341,7 +462,7 @@ def fit_gradient(cohort: Cohort, opts: FitOptions, progress=silent) -> pd.DataFr
                     "n_restarts": R,
                     "converged": bool(ok and gnorm < GRAD_TOL),
                     "grad_norm": gnorm,
-                    "boundary": bool(clamped[i]),
+                    "boundary": bool(clamped[i] or at_bound[i]),
                     "failed": not ok,
                     "seconds": round(seconds, 4),
                 }

@@ -42,8 +42,9 @@ def _run_blocks(outcome, valid, v, s, logpi, opts: FilterOptions):
     preds, logz = [], []
     for t in range(T):
         keep = valid[:, :, t, None, None]
-        if opts.switch > 0:
-            logpi = torch.log((1 - opts.switch) * torch.exp(logpi) + opts.switch / K2)
+        if opts.switch > 0:  # only on trials that exist: a short block carries its last weights unmixed
+            mixed = torch.log((1 - opts.switch) * torch.exp(logpi) + opts.switch / K2)
+            logpi = torch.where(keep, mixed, logpi)
         preds.append((torch.exp(logpi) * m).sum((-1, -2)))
         o = outcome[:, :, t, None, None]
         pv = w + v

@@ -682,16 +682,34 @@ def _response_term(r, mu, log_sigma, lo, hi, censor, lapse):
     return f, dmu, dls
 
 
-@njit(cache=True, parallel=True)
-def cbf_value_grad(
+@njit(cache=True, fastmath=_FAST)
+def _cbf_cells(vnodes, snodes, m0, w0, T, G, INV, C, PV):
+    """Per-cell Kalman gains, 1/total variance, log-density constants and prior variances for trials 0..T-1.
+
+    They do not depend on the data (w follows a fixed recursion), so a subject's blocks share them."""
+    K1, K2 = vnodes.shape[0], snodes.shape[0]
+    for i in range(K1):
+        for j in range(K2):
+            c = i * K2 + j
+            w = w0
+            for t in range(T):
+                pv = w + vnodes[i]
+                tot = pv + snodes[j]
+                PV[t, c] = pv
+                G[t, c] = pv / tot
+                INV[t, c] = 1.0 / tot
+                C[t, c] = -0.5 * (LOG_2PI + math.log(tot))
+                w = pv * snodes[j] / tot
+
+
+@njit(cache=True, parallel=True, fastmath=_FAST)
+def cbf_value_adjoint(
     outcome,
     valid,
     response,
     rmask,
     vnodes,
     snodes,
-    dv,
-    ds,
     log_sigma,
     m0,
     w0,
@@ -701,124 +719,140 @@ def cbf_value_grad(
     hi,
     censor,
     lapse,
+    w_ll,
+    w_ev,
+    need_grad,
     out_ll,
     out_ev,
-    grad_ll,
-    grad_ev,
+    grad_v,
+    grad_s,
+    grad_ls,
 ):
-    """Response log-likelihood, observer evidence and their exact gradients, by forward-mode differentiation.
+    """Response log-likelihood, observer evidence and the exact gradient of w_ll*ll + w_ev*ev w.r.t. the
+    grid nodes and log sigma_r, by reverse-mode (adjoint) differentiation.
 
-    Directions 0-1 move the v nodes (dv[s, i, 0:2] = dv_i/dtheta), 2-3 the s nodes (ds[s, j, 0:2]),
-    direction 4 is log sigma_r. The Kalman variances and gains do not depend on the data, so they and
-    their tangents are computed once per subject and shared by its blocks. Weights are kept on the
-    linear scale and renormalised every trial.
+    The forward pass keeps each trial's weights, means and likelihood ratios; the backward pass runs the
+    recursion in reverse, accumulating the adjoints of the per-cell gains, 1/variances and constants, which a
+    last backward sweep of each cell's variance recursion turns into node gradients. Weights are linear and
+    renormalised every trial; exp(q - top) is the branch-free exp, floored at exp(-708). Without
+    `need_grad` only the values are computed (start-point screening).
     """
     S, B, T = outcome.shape
-    K = vnodes.shape[1]
-    KK = K * K
+    K1, K2 = vnodes.shape[1], snodes.shape[1]
+    KK = K1 * K2
     for s in prange(S):
-        g = np.empty((T, K, K))
-        inv = np.empty((T, K, K))
-        c = np.empty((T, K, K))
-        dg = np.empty((T, K, K, 4))
-        dinv = np.empty((T, K, K, 4))
-        dc = np.empty((T, K, K, 4))
-        dw = np.zeros(4)
-        dpv = np.zeros(4)
-        for i in range(K):
-            for j in range(K):
-                w = w0
-                dw[:] = 0.0
-                for t in range(T):
-                    pv = w + vnodes[s, i]
-                    tot = pv + snodes[s, j]
-                    gain = pv / tot
-                    g[t, i, j] = gain
-                    inv[t, i, j] = 1.0 / tot
-                    c[t, i, j] = -0.5 * (LOG_2PI + math.log(tot))
-                    for k in range(4):
-                        dpv[k] = dw[k] + (dv[s, i, k] if k < 2 else 0.0)
-                        dtot = dpv[k] + (ds[s, j, k - 2] if k >= 2 else 0.0)
-                        dgain = (dpv[k] * tot - pv * dtot) / (tot * tot)
-                        dg[t, i, j, k] = dgain
-                        dinv[t, i, j, k] = -dtot / (tot * tot)
-                        dc[t, i, j, k] = -0.5 * dtot / tot
-                        dw[k] = -dgain * pv + (1.0 - gain) * dpv[k]
-                    w = (1.0 - gain) * pv
-        pi = np.full((K, K), 1.0 / KK)
-        dpi = np.zeros((K, K, 4))
-        m = np.empty((K, K))
-        dm = np.empty((K, K, 4))
-        q = np.empty((K, K))
-        dmu = np.zeros(4)
-        dz = np.zeros(4)
+        G = np.empty((T, KK))
+        INV = np.empty((T, KK))
+        C = np.empty((T, KK))
+        PV = np.empty((T, KK))
+        _cbf_cells(vnodes[s], snodes[s], m0, w0, T, G, INV, C, PV)
+        PI = np.empty((B, T, KK))
+        M = np.empty((B, T, KK))
+        LIK = np.empty((B, T, KK))
+        Z = np.ones((B, T))
+        FMU = np.zeros((B, T))
+        pi = np.empty(KK)
+        m = np.empty(KK)
         ll = 0.0
         ev = 0.0
-        gl = np.zeros(5)
-        ge = np.zeros(4)
+        gls = 0.0
         for b in range(B):
             if b == 0 or not carry:
-                pi[:, :] = 1.0 / KK
-                dpi[:, :, :] = 0.0
-            m[:, :] = m0
-            dm[:, :, :] = 0.0
+                pi[:] = 1.0 / KK
+            m[:] = m0
             for t in range(T):
                 if not valid[s, b, t]:
                     continue
                 if switch > 0.0:
-                    for i in range(K):
-                        for j in range(K):
-                            pi[i, j] = (1.0 - switch) * pi[i, j] + switch / KK
-                            for k in range(4):
-                                dpi[i, j, k] *= 1.0 - switch
+                    for c in range(KK):
+                        pi[c] = (1.0 - switch) * pi[c] + switch / KK
                 if rmask[s, b, t]:
                     mu = 0.0
-                    dmu[:] = 0.0
-                    for i in range(K):
-                        for j in range(K):
-                            mu += pi[i, j] * m[i, j]
-                            for k in range(4):
-                                dmu[k] += dpi[i, j, k] * m[i, j] + pi[i, j] * dm[i, j, k]
+                    for c in range(KK):
+                        mu += pi[c] * m[c]
                     f, fmu, fls = _response_term(response[s, b, t], mu, log_sigma[s], lo, hi, censor, lapse)
                     ll += f
-                    for k in range(4):
-                        gl[k] += fmu * dmu[k]
-                    gl[4] += fls
+                    FMU[b, t] = w_ll * fmu
+                    gls += w_ll * fls
                 o = outcome[s, b, t]
+                lik = LIK[b, t]
                 top = -np.inf
-                for i in range(K):
-                    for j in range(K):
-                        e = o - m[i, j]
-                        q[i, j] = c[t, i, j] - 0.5 * e * e * inv[t, i, j]
-                        if q[i, j] > top:
-                            top = q[i, j]
+                for c in range(KK):
+                    e = o - m[c]
+                    q = C[t, c] - 0.5 * e * e * INV[t, c]
+                    lik[c] = q
+                    top = max(top, q)
                 z = 0.0
-                dz[:] = 0.0
-                for i in range(K):
-                    for j in range(K):
-                        e = o - m[i, j]
-                        lik = math.exp(q[i, j] - top)
-                        p = pi[i, j] * lik
-                        pi[i, j] = p
-                        z += p
-                        for k in range(4):
-                            dlog = dc[t, i, j, k] + e * dm[i, j, k] * inv[t, i, j] - 0.5 * e * e * dinv[t, i, j, k]
-                            dp = lik * dpi[i, j, k] + p * dlog
-                            dpi[i, j, k] = dp
-                            dz[k] += dp
-                            dm[i, j, k] += dg[t, i, j, k] * e - g[t, i, j] * dm[i, j, k]
-                        m[i, j] += g[t, i, j] * e
+                for c in range(KK):
+                    x = exp1_nonpositive(lik[c] - top)
+                    lik[c] = x
+                    PI[b, t, c] = pi[c]
+                    M[b, t, c] = m[c]
+                    z += pi[c] * x
                 ev += math.log(z) + top
-                for k in range(4):
-                    ge[k] += dz[k] / z
-                for i in range(K):
-                    for j in range(K):
-                        pi[i, j] /= z
-                        for k in range(4):
-                            dpi[i, j, k] = (dpi[i, j, k] - pi[i, j] * dz[k]) / z
+                Z[b, t] = z
+                inv_z = 1.0 / z
+                for c in range(KK):
+                    pi[c] = pi[c] * lik[c] * inv_z
+                    m[c] += G[t, c] * (o - m[c])
         out_ll[s] = ll
         out_ev[s] = ev
-        for k in range(5):
-            grad_ll[s, k] = gl[k]
-        for k in range(4):
-            grad_ev[s, k] = ge[k]
+        grad_ls[s] = gls
+        if not need_grad:
+            continue
+        # backward: PB, MB = adjoints of the weights and means after the current trial
+        GB = np.zeros((T, KK))
+        IB = np.zeros((T, KK))
+        CB = np.zeros((T, KK))
+        PB = np.zeros(KK)
+        MB = np.zeros(KK)
+        for b in range(B - 1, -1, -1):
+            if b == B - 1 or not carry:
+                PB[:] = 0.0
+            MB[:] = 0.0
+            for t in range(T - 1, -1, -1):
+                if not valid[s, b, t]:
+                    continue
+                o = outcome[s, b, t]
+                inv_z = 1.0 / Z[b, t]
+                dot = 0.0
+                for c in range(KK):
+                    dot += PB[c] * PI[b, t, c] * LIK[b, t, c]
+                dot *= inv_z
+                fm = FMU[b, t]
+                for c in range(KK):
+                    x = LIK[b, t, c]
+                    p = PI[b, t, c] * x
+                    pbar = (PB[c] - dot + w_ev) * inv_z
+                    qbar = pbar * p
+                    e = o - M[b, t, c]
+                    CB[t, c] += qbar
+                    IB[t, c] -= 0.5 * e * e * qbar
+                    GB[t, c] += MB[c] * e
+                    mb = MB[c] * (1.0 - G[t, c]) + qbar * e * INV[t, c] + fm * PI[b, t, c]
+                    pb = pbar * x + fm * M[b, t, c]
+                    PB[c] = pb * (1.0 - switch)
+                    MB[c] = mb
+        # the cells' variance recursions, backward: adjoints of the nodes
+        gv = grad_v[s]
+        gs = grad_s[s]
+        gv[:] = 0.0
+        gs[:] = 0.0
+        for i in range(K1):
+            for j in range(K2):
+                c = i * K2 + j
+                sj = snodes[s, j]
+                wb = 0.0
+                sb = 0.0
+                vb = 0.0
+                for t in range(T - 1, -1, -1):
+                    pv = PV[t, c]
+                    it = INV[t, c]
+                    it2 = it * it
+                    common = -IB[t, c] * it2 - 0.5 * CB[t, c] * it
+                    pvb = wb * sj * sj * it2 + GB[t, c] * sj * it2 + common
+                    sb += wb * pv * pv * it2 - GB[t, c] * pv * it2 + common
+                    vb += pvb
+                    wb = pvb
+                gv[i] += vb
+                gs[j] += sb

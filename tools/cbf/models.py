@@ -54,6 +54,20 @@ KF = GradientModel(
 GRADIENT_MODELS = {"cbf": CBF, "kf": KF}
 
 
+def screen_grid(model: str) -> np.ndarray:
+    """Candidate start points in optimizer coordinates (see fit.ShapeSpace), sigma_r = 5.
+    cbf: each Beta shape (log a_v, log b_v, log a_s, log b_s) at 0.05 (the clamp), 0.7 or 10, 81 points;
+    kf: (log v, log s) on {1, 10, 100}^2, 9 points."""
+    if model == "cbf":
+        levels = np.log([0.05, 0.7, 10.0])
+        mesh = np.meshgrid(levels, levels, levels, levels, indexing="ij")
+    else:
+        levels = np.log([1.0, 10.0, 100.0])
+        mesh = np.meshgrid(levels, levels, indexing="ij")
+    pts = np.stack([m.ravel() for m in mesh], 1)
+    return np.concatenate([pts, np.full((pts.shape[0], 1), math.log(5.0))], 1)
+
+
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 

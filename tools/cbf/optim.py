@@ -41,12 +41,37 @@ def _two_loop(g, S, Y, valid, order):
     return r
 
 
+def projected_gradient(x: np.ndarray, g: np.ndarray, lower, upper) -> np.ndarray:
+    """P(x - g) - x negated: the gradient with the components that would leave the box removed."""
+    return x - np.clip(x - g, lower, upper)
+
+
 def minimize_rows(
-    fun: Fun, x0: np.ndarray, *, max_iter: int = 200, memory: int = 10, gtol: float = 1e-3, max_step: float = 2.0
+    fun: Fun,
+    x0: np.ndarray,
+    *,
+    max_iter: int = 200,
+    memory: int = 10,
+    gtol: float = 1e-3,
+    max_step: float = 2.0,
+    ftol: float = 1e-9,
+    window: int = 5,
+    max_halvings: int = 20,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Minimise every row of x0 [N, d]; returns (x, f, grad, evaluations of rows)."""
-    x = x0.astype(float).copy()
-    N, d = x.shape
+    """Minimise every row of x0 [N, d] inside the box [lower, upper] (per coordinate, default unbounded);
+    returns (x, f, grad, evaluations of rows).
+
+    Bounds are kept by projection: a coordinate at a bound whose gradient points out of the box is held
+    (its direction component zeroed, the quasi-Newton step taken in the others), trial points are clipped
+    into the box, and convergence is measured by the projected gradient (`projected_gradient`).
+    A row stops when that norm is below gtol, or when it has stalled: three iterations in a row without a
+    decrease of ftol (1 + |f|), or less than that decrease over the last `window` iterations together."""
+    N, d = x0.shape
+    lower = np.full(d, -np.inf) if lower is None else np.asarray(lower, float)
+    upper = np.full(d, np.inf) if upper is None else np.asarray(upper, float)
+    x = np.clip(x0.astype(float), lower, upper)
     all_rows = np.arange(N)
     f, g = fun(x, all_rows)
     evaluated = N
@@ -55,28 +80,34 @@ def minimize_rows(
     valid = np.zeros((memory, N), dtype=bool)
     slot = 0
     stalled = np.zeros(N, dtype=int)
+    past = np.full((window, N), np.inf)  # f at the last `window` iterations (ring)
     for it in range(max_iter):
-        active = np.isfinite(f) & (np.linalg.norm(g, axis=1) > gtol) & (stalled < 3)
+        slow = past[it % window] - f < ftol * (1 + np.abs(f))
+        pg = projected_gradient(x, g, lower, upper)
+        active = np.isfinite(f) & (np.linalg.norm(pg, axis=1) > gtol) & (stalled < 3) & ~slow
+        past[it % window] = f
         if not active.any():
             break
+        held = ((x <= lower) & (g > 0)) | ((x >= upper) & (g < 0))
+        gf = np.where(held, 0.0, g)
         order = [(slot - 1 - k) % memory for k in range(min(it, memory))]
-        direction = -_two_loop(g, S, Y, valid, order)
+        direction = np.where(held, 0.0, -_two_loop(gf, S, Y, valid, order))
         slope = np.einsum("nd,nd->n", g, direction)
         bad = ~(slope < 0) | ~np.isfinite(slope)
-        direction[bad] = -g[bad]
-        slope[bad] = -np.einsum("nd,nd->n", g[bad], g[bad])
+        direction[bad] = -gf[bad]
         length = np.linalg.norm(direction, axis=1)
         step = np.minimum(1.0, max_step / np.maximum(length, 1e-300))
         pending = np.flatnonzero(active)
         new_x, new_f, new_g = x.copy(), f.copy(), g.copy()
         accepted = np.zeros(N, dtype=bool)
-        for _ in range(30):
+        for _ in range(max_halvings):
             if pending.size == 0:
                 break
-            trial = x[pending] + step[pending, None] * direction[pending]
+            trial = np.clip(x[pending] + step[pending, None] * direction[pending], lower, upper)
             ft, gt = fun(trial, pending)
             evaluated += pending.size
-            ok = np.isfinite(ft) & (ft <= f[pending] + 1e-4 * step[pending] * slope[pending])
+            decrease = np.einsum("nd,nd->n", g[pending], trial - x[pending])
+            ok = np.isfinite(ft) & (ft <= f[pending] + 1e-4 * np.minimum(decrease, 0.0))
             rows = pending[ok]
             new_x[rows], new_f[rows], new_g[rows] = trial[ok], ft[ok], gt[ok]
             accepted[rows] = True
