@@ -388,9 +388,10 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
     (rows carry an alpha column); --augment crop2,flip trains teachers and students with random
     2-pixel shifts and horizontal flips; --device cuda trains on a GPU (defenses stay on the CPU).
     --rank isolation picks the cell with the fewest near-duplicates per member (the README's
-    diagnosis of why cost-ranked pixel cells do not implant). With -o FILE each row is also
-    appended to FILE.partial.jsonl as soon as it is measured, so a stopped run keeps its rows;
-    the file is removed once FILE is written.
+    diagnosis of why cost-ranked pixel cells do not implant). With -o FILE the rows are also
+    appended to FILE.partial.jsonl as they are measured (each method and seed's rows once its
+    teacher and students are evaluated), so a stopped run keeps them; the file is removed once
+    FILE is written.
     """
     import pandas as pd
 
