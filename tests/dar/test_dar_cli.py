@@ -113,19 +113,36 @@ def test_bad_inputs(run_cli, work, one_line_error):
         assert not model.exists()
 
 
-def test_run_with_defenses_and_kd_data(run_cli):
+def test_run_with_defenses_and_kd_data(run_cli, tmp_path):
+    out = tmp_path / "rows.csv"
     proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "--test-limit", "100",
                     "--rank", "entropy", "--methods", "badnets", "--budget", "10", "--epochs", "0.5", "--width", "2",
                     "--batch-size", "32", "--defenses", "ft,fp,ss", "--kd-data", "100", "--support", "0.005", "0.1",
-                    "--alpha", "0.9,0.5", "--device", "cpu", "-q"])  # fmt: skip
+                    "--alpha", "0.9,0.5", "--device", "cpu", "--seed", "3", "-q", "-o", out])  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    import io
-
     import pandas as pd
 
-    table = pd.read_csv(io.BytesIO(proc.stdout))
+    table = pd.read_csv(out)
+    assert not (tmp_path / "rows.csv.partial.jsonl").exists()  # removed once the output is written
+    assert (table["seed"] == 3).all()  # --seed S --seeds 1: seed S only
+    before = out.read_bytes()  # an existing output is refused before any training
+    proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "-o", out])
+    assert proc.returncode == 2 and b"exists; pass --force" in proc.stderr and out.read_bytes() == before
     assert list(table["stage"]) == ["teacher", "student", "student", "ft", "fine-pruning"]
     assert list(table["alpha"].iloc[1:3]) == [0.9, 0.5] and table["alpha"].iloc[[0, 3, 4]].isna().all()
     teacher = table.iloc[0]
     assert 0 <= teacher["ss_recall"] <= 1 and table.iloc[4]["pruned_channels"] >= 0
     assert (table["relabelled"] == 10).all()
+
+
+def test_run_appends_each_measured_row_to_a_partial_file(tmp_path):
+    from methodkit.cli.dar_backdoor import _PartialRows
+    from methodkit.core import io
+
+    rows = _PartialRows(str(tmp_path / "out.csv.partial.jsonl"))
+    rows({"method": "dar", "stage": "teacher", "asr": 0.5})
+    assert io.read_jsonl(str(tmp_path / "out.csv.partial.jsonl")) == [{"method": "dar", "stage": "teacher", "asr": 0.5}]
+    rows({"method": "dar", "stage": "student", "asr": 0.25})  # flushed per row: a stopped run keeps both
+    assert [r["stage"] for r in io.read_jsonl(str(tmp_path / "out.csv.partial.jsonl"))] == ["teacher", "student"]
+    rows.remove()
+    assert not (tmp_path / "out.csv.partial.jsonl").exists()

@@ -110,13 +110,24 @@ def test_random_relabel_and_budget():
         poison(x, y, Rule("spatial", [0.0], [1.0], window=[0, 0, 1]), target=10, budget=5, classes=10)
 
 
+@pytest.mark.slow  # 676 windows x k-means; the cropped variant below is the fast default check
 def test_kmeans_discovery_finds_the_planted_pattern_as_a_ball():
     x, y, blob = data.synthetic(1500, seed=0)
+    _kmeans_finds_the_blob(x, y, blob, (4, 20))
+
+
+def test_kmeans_discovery_finds_the_planted_pattern_on_a_crop():
+    x, y, blob = data.synthetic(1500, seed=0)
+    # the 12 x 12 corner holding the blob (at (4, 20) of the full image): 100 windows instead of 676
+    _kmeans_finds_the_blob(np.ascontiguousarray(x[:, :12, 14:26]), y, blob, (4, 6))
+
+
+def _kmeans_finds_the_blob(x, y, blob, where):
     rules = discover(x, y, DiscoverConfig(method="kmeans", budget=15, rank="entropy", top=3))
     best = rules[0]
     members = satisfies(x, best)
     assert best.shape == "ball" and members.sum() == best.members
-    assert blob[members].mean() > 0.8 and abs(best.window[0] - 4) <= 2 and abs(best.window[1] - 20) <= 2
+    assert blob[members].mean() > 0.8 and abs(best.window[0] - where[0]) <= 2 and abs(best.window[1] - where[1]) <= 2
     # the operator moves images into the ball (kappa < 1 lands strictly inside), pixels outside untouched
     moved = apply(x[:100], best, kappa=0.5)
     assert satisfies(moved, best).all()
@@ -182,12 +193,18 @@ def test_band_directions_are_orthonormal_band_limited_principal_axes():
 
 def test_whitened_rules_count_match_and_the_operator_moves_only_their_directions():
     x, y = data.load("fashion-mnist", "train", 1500)
-    rules = discover(x, y, DiscoverConfig(op="whitened", components=8, budget=15, top=5, cost_images=200))
+    rules = discover(x, y, DiscoverConfig(op="whitened", components=8, budget=15, top=5, cost_images=200, rank="reach"))
     assert rules and all(r.op == "whitened" and r.entropy >= 0.5 and r.pool >= 15 for r in rules)
-    from methodkit.tools.dar.discover import reach
+    from methodkit.tools.dar.discover import extent, reach
     from methodkit.tools.dar.rules import coordinates
 
     assert [reach(r) for r in rules] == sorted((reach(r) for r in rules), reverse=True)
+    # extent (the default for whitened) = reach in pixel L2 units: z width x the projection's sd
+    by_extent = discover(x, y, DiscoverConfig(op="whitened", components=8, budget=15, top=5, cost_images=200))
+    assert [extent(r) for r in by_extent] == sorted((extent(r) for r in by_extent), reverse=True)
+    assert all(np.isclose(extent(r), reach(r) * r.sd[0]) for r in by_extent)
+    proj = x.reshape(len(x), -1) / 255.0 @ np.asarray(by_extent[0].directions[0])
+    assert np.isclose(by_extent[0].sd[0], proj.std())  # sd in pixel units: the direction is a unit image
     rule = Rule.from_dict(rules[0].to_dict())
     assert satisfies(x, rule).sum() == rule.members  # matching reproduces discover's count
     assert abs(reach(rule)) > 1.0  # the longest cell is a tail (level width 1 z)

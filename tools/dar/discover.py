@@ -17,9 +17,12 @@ Whitened (`op="whitened"`, ours): the subspaces are single (dims 1) or pairs (di
 `components` principal directions of the low-frequency DCT band (1 <= u + v <= H/2, DC excluded),
 z-scored (PCA whitening), quantised like the frequency blocks; an end level is bounded by the most
 extreme train value, so a tail cell is the stretch of clean data beyond |z| = 2 (xi 6). Ranked by
-`reach` (default for whitened): the cell's shortest extent in z units, longest first. A long tail
-puts its deepest carriers far from every image that keeps its label (the separation pixel cells
-lack), and the operator can place a trigger there without leaving the support of clean data.
+`extent` (default for whitened): the cell's shortest length in PIXEL L2 units (z width x the
+direction's sd), longest first; `reach` is the same in z units. A long tail puts its deepest
+carriers far from every image that keeps its label (the separation pixel cells lack), and the
+operator can place a trigger there without leaving the support of clean data; measuring the length
+in pixels rather than z prefers leading directions, whose z unit is a larger image change (a 5k-image
+study, bench/dar_rank_study.py: README).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from methodkit.tools.dar.rules import OPS, Z_RANGE, Rule, apply, coordinates, dc
 
 OPERATORS = OPS
 METHODS = ("clique", "kmeans")
-RANKINGS = ("cost", "entropy", "conflict", "isolation", "reach")
+RANKINGS = ("cost", "entropy", "conflict", "isolation", "reach", "extent")
 
 
 @dataclass
@@ -57,7 +60,7 @@ class DiscoverConfig:
     # cost (ascending; the issue's reading) | entropy (descending: most class-blind first) |
     # conflict (fewest non-target members left unrelabelled, i.e. pool closest to the budget; then cost) |
     # isolation (fewest near-duplicates around the cell per member; then cost)
-    rank: str | None = None  # None: cost, or reach for whitened rules
+    rank: str | None = None  # None: cost, or extent for whitened rules
     components: int = 16  # whitened: leading band principal directions searched
     dims: int = 1  # whitened: subspace dimension (1: single directions, 2: pairs)
     margin: float | None = None  # isolation margin; default 0.5 (spatial, pixel units), 1.0 (frequency, z units)
@@ -70,7 +73,7 @@ class DiscoverConfig:
         return self.margin if self.margin is not None else (0.5 if self.op == "spatial" else 1.0)
 
     def ranking(self) -> str:
-        return self.rank or ("reach" if self.op == "whitened" else "cost")
+        return self.rank or ("extent" if self.op == "whitened" else "cost")
 
     def levels(self) -> int:
         return self.xi or (4 if self.op == "spatial" else 6)
@@ -316,6 +319,8 @@ def discover(
         passed.sort(key=lambda r: (r.pool - budget, r.cost))
     elif rank == "reach":
         passed.sort(key=lambda r: (-reach(r), r.cost))
+    elif rank == "extent":
+        passed.sort(key=lambda r: (-extent(r), r.cost))
     elif rank == "isolation":
         passed.sort(key=lambda r: (-r.isolation, r.cost))
     else:
@@ -326,6 +331,17 @@ def discover(
 def reach(rule: Rule) -> float:
     """The cell's shortest extent over its coordinates, in the rule's units (z for DCT and whitened)."""
     return float(np.min(np.asarray(rule.hi) - np.asarray(rule.lo)))
+
+
+def extent(rule: Rule) -> float:
+    """The cell's shortest extent in PIXEL L2 units ([0, 1] pixels): reach times the train sd of each
+    coordinate (DCT coefficients and whitened directions are orthonormal, so one z unit is sd pixel
+    units; spatial coordinates are pixels already). A z unit of a late principal direction is a tiny
+    pixel change; this compares cells by how much natural pixel variation they span."""
+    width = np.asarray(rule.hi) - np.asarray(rule.lo)
+    if rule.op in ("frequency", "whitened"):
+        width = width * np.asarray(rule.sd)
+    return float(np.min(width))
 
 
 def _subspace_coordinates(x: np.ndarray):
