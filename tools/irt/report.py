@@ -17,8 +17,13 @@ SUMMARY_COLUMNS = [
     "auc",
     "rmse_expected_score",
     "seconds",
+    "cpu_seconds",
+    "task_cpu_seconds",
     "peak_rss_mb",
 ]
+
+# the issue's budget for the acceptance grid: 45 minutes of wall time on 2 cores
+GRID_BUDGET_MIN, GRID_CORES = 45.0, 2
 
 
 def tidy(rows: list[dict]):
@@ -79,6 +84,68 @@ def linking_table(frame) -> list[str]:
     return lines
 
 
+def shape_mean(f, sel, column: str) -> float:
+    """Mean of `column` over the selected rows, each capability shape weighted equally.
+
+    (A plain row mean would weight a shape by how many of its reps ran; on a complete grid the two agree.)
+    """
+    if column not in f or not sel.any():
+        return np.nan
+    if "cell_capability" not in f:
+        return float(f.loc[sel, column].mean())
+    return float(f.loc[sel].groupby("cell_capability")[column].mean().mean())
+
+
+def cost(frame) -> dict | None:
+    """CPU seconds of the grid: per task (draw + fit + scoring; the fit alone where older rows lack it).
+
+    The 2-core wall time it implies is total CPU / 2: two one-thread workers kept busy, the lower bound
+    that a 2-core machine reaches when the tasks balance (the sweep hands tasks out as workers free up).
+    """
+    if frame.empty or "estimator" not in frame:
+        return None
+    cpu = None
+    if "task_cpu_seconds" in frame:
+        cpu = frame["task_cpu_seconds"]
+        if "cpu_seconds" in frame:
+            cpu = cpu.fillna(frame["cpu_seconds"])
+    elif "cpu_seconds" in frame:
+        cpu = frame["cpu_seconds"]
+    if cpu is None or cpu.isna().all():
+        return None
+    per = frame.assign(_cpu=cpu).groupby("estimator")["_cpu"]
+    total = float(cpu.sum())
+    return {
+        "runs": int(cpu.notna().sum()),
+        "of": len(frame),
+        "task_cpu": "task_cpu_seconds" in frame and bool(frame["task_cpu_seconds"].notna().all()),
+        "total_cpu_s": total,
+        "max_cpu_s": float(cpu.max()),
+        "per_estimator_s": {k: float(v) for k, v in per.sum().items()},
+        "two_core_min": total / GRID_CORES / 60.0,
+    }
+
+
+def cost_lines(frame) -> list[str]:
+    c = cost(frame)
+    if c is None:
+        return []
+    what = "draw + fit + scoring per task" if c["task_cpu"] else "fit CPU only for rows without task CPU"
+    lines = [
+        f"CPU seconds over {c['runs']} of {c['of']} runs ({what}): total {c['total_cpu_s']:.0f} s "
+        f"= {c['total_cpu_s'] / 60:.1f} CPU-min; longest run {c['max_cpu_s']:.1f} s.",
+        f"On {GRID_CORES} cores (total CPU / {GRID_CORES}, two one-thread workers): "
+        f"{c['two_core_min']:.1f} min; budget {GRID_BUDGET_MIN:.0f} min: "
+        f"{'within' if c['two_core_min'] <= GRID_BUDGET_MIN else 'OVER'}.",
+        "",
+        "| estimator | CPU s | share |",
+        "|---|---|---|",
+    ]
+    for est, sec in sorted(c["per_estimator_s"].items()):
+        lines.append(f"| {est} | {sec:.0f} | {sec / c['total_cpu_s']:.2f} |")
+    return lines
+
+
 def acceptance(frame) -> list[tuple[str, str, bool | None]]:
     """The issue's claims 1-3, evaluated on whatever cells the sweep holds: (claim, figures, passed)."""
     out = []
@@ -102,8 +169,8 @@ def acceptance(frame) -> list[tuple[str, str, bool | None]]:
             )
         if big != small:
             for est in sorted(f["estimator"].unique()):
-                lo = mean((f["estimator"] == est) & (f["cell_n_models"] == small), "corr_a")
-                hi = mean((f["estimator"] == est) & (f["cell_n_models"] == big), "corr_a")
+                lo = shape_mean(f, (f["estimator"] == est) & (f["cell_n_models"] == small), "corr_a")
+                hi = shape_mean(f, (f["estimator"] == est) & (f["cell_n_models"] == big), "corr_a")
                 if np.isfinite(lo) and np.isfinite(hi):
                     out.append(
                         (
@@ -155,6 +222,9 @@ def markdown(rows: list[dict]) -> str:
         lines.append("(the grid has none of the cells the checks need)")
     for claim, figures, passed in checks:
         lines.append(f"- {'PASS' if passed else 'FAIL'}: {claim}: {figures}")
+    spent = cost_lines(frame)
+    if spent:
+        lines += ["", "## Cost", ""] + spent
     link_lines = linking_table(frame[frame["status"] == "ok"] if "status" in frame else frame)
     if link_lines:
         lines += ["", "## Linking", ""] + link_lines
