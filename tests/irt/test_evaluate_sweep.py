@@ -138,10 +138,11 @@ def test_report_cost_and_shape_weighted_claim_2():
         rows.append(dict(estimator="mml", cell_n_models=500, cell_capability=cap, rep=0, corr_a=0.6))
     frame = pd.DataFrame(rows).assign(status="ok", task_cpu_seconds=60.0, cpu_seconds=50.0)
     frame.loc[0, "task_cpu_seconds"] = None  # a reused row without task CPU counts its fit CPU
+    frame.loc[1, ["task_cpu_seconds", "cpu_seconds"]] = None  # one without any: its (estimator, N) mean
     (claim,) = [c for c in report.acceptance(frame) if c[0].startswith("2.")]
     assert claim[1] == "0.300 vs 0.600" and claim[2] is True  # a plain row mean (0.4) would fail
     c = report.cost(frame)
-    assert c["total_cpu_s"] == 50.0 + 5 * 60.0 and c["task_cpu"] is False
+    assert c["total_cpu_s"] == 50.0 + 5 * 60.0 and (c["task_measured"], c["fit_only"], c["imputed"]) == (4, 1, 1)
     assert abs(c["two_core_min"] - 350.0 / 2 / 60) < 1e-12
     text = "\n".join(report.cost_lines(frame))
     assert "2.9 min; budget 45 min: within" in text and "| mml | 350 | 1.00 |" in text

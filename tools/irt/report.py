@@ -97,28 +97,39 @@ def shape_mean(f, sel, column: str) -> float:
 
 
 def cost(frame) -> dict | None:
-    """CPU seconds of the grid: per task (draw + fit + scoring; the fit alone where older rows lack it).
+    """CPU seconds of the grid, per task (draw + fit + scoring).
 
-    The 2-core wall time it implies is total CPU / 2: two one-thread workers kept busy, the lower bound
-    that a 2-core machine reaches when the tasks balance (the sweep hands tasks out as workers free up).
+    A row without task CPU (one reused from an older results file) counts its fit CPU; a row with no
+    CPU at all counts the mean task CPU of the measured rows of its (estimator, N) and is reported as
+    imputed. The 2-core wall time this implies is total CPU / 2: two one-thread workers kept busy,
+    which a 2-core machine reaches when the tasks balance (the sweep hands tasks out as workers free up).
     """
     if frame.empty or "estimator" not in frame:
         return None
-    cpu = None
-    if "task_cpu_seconds" in frame:
-        cpu = frame["task_cpu_seconds"]
-        if "cpu_seconds" in frame:
-            cpu = cpu.fillna(frame["cpu_seconds"])
-    elif "cpu_seconds" in frame:
-        cpu = frame["cpu_seconds"]
-    if cpu is None or cpu.isna().all():
+    task = frame["task_cpu_seconds"] if "task_cpu_seconds" in frame else None
+    fit = frame["cpu_seconds"] if "cpu_seconds" in frame else None
+    if task is None and fit is None:
+        return None
+    cpu = task if task is not None else fit
+    if task is not None and fit is not None:
+        cpu = task.fillna(fit)
+    cpu = cpu.astype(float)
+    imputed = 0
+    if cpu.isna().any() and task is not None and "cell_n_models" in frame:
+        keys = [frame["estimator"], frame["cell_n_models"]]
+        typical = task.astype(float).groupby(keys).transform("mean")
+        imputed = int((cpu.isna() & typical.notna()).sum())
+        cpu = cpu.fillna(typical)
+    if cpu.isna().all():
         return None
     per = frame.assign(_cpu=cpu).groupby("estimator")["_cpu"]
     total = float(cpu.sum())
     return {
         "runs": int(cpu.notna().sum()),
         "of": len(frame),
-        "task_cpu": "task_cpu_seconds" in frame and bool(frame["task_cpu_seconds"].notna().all()),
+        "task_measured": int(task.notna().sum()) if task is not None else 0,
+        "fit_only": int((task.isna() & fit.notna()).sum()) if task is not None and fit is not None else 0,
+        "imputed": imputed,
         "total_cpu_s": total,
         "max_cpu_s": float(cpu.max()),
         "per_estimator_s": {k: float(v) for k, v in per.sum().items()},
@@ -130,10 +141,12 @@ def cost_lines(frame) -> list[str]:
     c = cost(frame)
     if c is None:
         return []
-    what = "draw + fit + scoring per task" if c["task_cpu"] else "fit CPU only for rows without task CPU"
     lines = [
-        f"CPU seconds over {c['runs']} of {c['of']} runs ({what}): total {c['total_cpu_s']:.0f} s "
-        f"= {c['total_cpu_s'] / 60:.1f} CPU-min; longest run {c['max_cpu_s']:.1f} s.",
+        f"CPU seconds over {c['runs']} of {c['of']} runs: total {c['total_cpu_s']:.0f} s "
+        f"= {c['total_cpu_s'] / 60:.1f} CPU-min; longest run {c['max_cpu_s']:.1f} s "
+        f"({c['task_measured']} runs measured per task (draw + fit + scoring), {c['fit_only']} reused runs "
+        f"with their fit CPU only, {c['imputed']} reused runs without CPU counted at the mean of their "
+        "(estimator, N)).",
         f"On {GRID_CORES} cores (total CPU / {GRID_CORES}, two one-thread workers): "
         f"{c['two_core_min']:.1f} min; budget {GRID_BUDGET_MIN:.0f} min: "
         f"{'within' if c['two_core_min'] <= GRID_BUDGET_MIN else 'OVER'}.",
