@@ -94,9 +94,10 @@ def test_sync_sweep_rows_resume_and_report(tmp_path):
     rows = []
     sweep.execute(grid, pending, rows.append, scheduler="sync")
     assert all(r["status"] == "ok" for r in rows), rows
-    assert {"corr_b", "kendall_tau", "brier", "seconds", "peak_rss_mb"} <= set(rows[0])
+    assert {"corr_b", "kendall_tau", "brier", "seconds", "peak_rss_mb", "task_cpu_seconds"} <= set(rows[0])
     text = report.markdown(rows)
-    assert "## Means over reps" in text and "| psn |" not in text.split("## Means")[0]
+    assert "## Means over reps" in text and "| psn |" not in text.split("## Cost")[0]
+    assert "CPU seconds over" in text.split("## Cost")[1]  # the task CPU of each run, summed
     frame = report.tidy(rows)
     assert len(frame) == len(pending) and "cell_capability" in frame
 
@@ -123,3 +124,25 @@ def test_acceptance_checks_read_the_table():
     assert [c[2] for c in checks if c[0].startswith("2.")] == [True, True, True]
     assert any(c[0].startswith("3a") and c[2] for c in checks)
     assert checks[0][0].startswith("1. MML, N=500") and checks[0][2] is True
+
+
+def test_report_cost_and_shape_weighted_claim_2():
+    import pandas as pd
+
+    rows = []
+    # corr(a) at N = 25: one normal run at 0.1 and three skewed runs at 0.5: shape-weighted mean 0.3
+    for cap, n_runs, ca in (("normal", 1, 0.1), ("skewed", 3, 0.5)):
+        for rep in range(n_runs):
+            rows.append(dict(estimator="mml", cell_n_models=25, cell_capability=cap, rep=rep, corr_a=ca))
+    for cap in ("normal", "skewed"):
+        rows.append(dict(estimator="mml", cell_n_models=500, cell_capability=cap, rep=0, corr_a=0.6))
+    frame = pd.DataFrame(rows).assign(status="ok", task_cpu_seconds=60.0, cpu_seconds=50.0)
+    frame.loc[0, "task_cpu_seconds"] = None  # a reused row without task CPU counts its fit CPU
+    frame.loc[1, ["task_cpu_seconds", "cpu_seconds"]] = None  # one without any: its (estimator, N) mean
+    (claim,) = [c for c in report.acceptance(frame) if c[0].startswith("2.")]
+    assert claim[1] == "0.300 vs 0.600" and claim[2] is True  # a plain row mean (0.4) would fail
+    c = report.cost(frame)
+    assert c["total_cpu_s"] == 50.0 + 5 * 60.0 and (c["task_measured"], c["fit_only"], c["imputed"]) == (4, 1, 1)
+    assert abs(c["two_core_min"] - 350.0 / 2 / 60) < 1e-12
+    text = "\n".join(report.cost_lines(frame))
+    assert "2.9 min; budget 45 min: within" in text and "| mml | 350 | 1.00 |" in text

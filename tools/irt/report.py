@@ -17,8 +17,13 @@ SUMMARY_COLUMNS = [
     "auc",
     "rmse_expected_score",
     "seconds",
+    "cpu_seconds",
+    "task_cpu_seconds",
     "peak_rss_mb",
 ]
+
+# the issue's budget for the acceptance grid: 45 minutes of wall time on 2 cores
+GRID_BUDGET_MIN, GRID_CORES = 45.0, 2
 
 
 def tidy(rows: list[dict]):
@@ -79,6 +84,81 @@ def linking_table(frame) -> list[str]:
     return lines
 
 
+def shape_mean(f, sel, column: str) -> float:
+    """Mean of `column` over the selected rows, each capability shape weighted equally.
+
+    (A plain row mean would weight a shape by how many of its reps ran; on a complete grid the two agree.)
+    """
+    if column not in f or not sel.any():
+        return np.nan
+    if "cell_capability" not in f:
+        return float(f.loc[sel, column].mean())
+    return float(f.loc[sel].groupby("cell_capability")[column].mean().mean())
+
+
+def cost(frame) -> dict | None:
+    """CPU seconds of the grid, per task (draw + fit + scoring).
+
+    A row without task CPU (one reused from an older results file) counts its fit CPU; a row with no
+    CPU at all counts the mean task CPU of the measured rows of its (estimator, N) and is reported as
+    imputed. The 2-core wall time this implies is total CPU / 2: two one-thread workers kept busy,
+    which a 2-core machine reaches when the tasks balance (the sweep hands tasks out as workers free up).
+    """
+    if frame.empty or "estimator" not in frame:
+        return None
+    task = frame["task_cpu_seconds"] if "task_cpu_seconds" in frame else None
+    fit = frame["cpu_seconds"] if "cpu_seconds" in frame else None
+    if task is None and fit is None:
+        return None
+    cpu = task if task is not None else fit
+    if task is not None and fit is not None:
+        cpu = task.fillna(fit)
+    cpu = cpu.astype(float)
+    imputed = 0
+    if cpu.isna().any() and task is not None and "cell_n_models" in frame:
+        keys = [frame["estimator"], frame["cell_n_models"]]
+        typical = task.astype(float).groupby(keys).transform("mean")
+        imputed = int((cpu.isna() & typical.notna()).sum())
+        cpu = cpu.fillna(typical)
+    if cpu.isna().all():
+        return None
+    per = frame.assign(_cpu=cpu).groupby("estimator")["_cpu"]
+    total = float(cpu.sum())
+    return {
+        "runs": int(cpu.notna().sum()),
+        "of": len(frame),
+        "task_measured": int(task.notna().sum()) if task is not None else 0,
+        "fit_only": int((task.isna() & fit.notna()).sum()) if task is not None and fit is not None else 0,
+        "imputed": imputed,
+        "total_cpu_s": total,
+        "max_cpu_s": float(cpu.max()),
+        "per_estimator_s": {k: float(v) for k, v in per.sum().items()},
+        "two_core_min": total / GRID_CORES / 60.0,
+    }
+
+
+def cost_lines(frame) -> list[str]:
+    c = cost(frame)
+    if c is None:
+        return []
+    lines = [
+        f"CPU seconds over {c['runs']} of {c['of']} runs: total {c['total_cpu_s']:.0f} s "
+        f"= {c['total_cpu_s'] / 60:.1f} CPU-min; longest run {c['max_cpu_s']:.1f} s "
+        f"({c['task_measured']} runs measured per task (draw + fit + scoring), {c['fit_only']} reused runs "
+        f"with their fit CPU only, {c['imputed']} reused runs without CPU counted at the mean of their "
+        "(estimator, N)).",
+        f"On {GRID_CORES} cores (total CPU / {GRID_CORES}, two one-thread workers): "
+        f"{c['two_core_min']:.1f} min; budget {GRID_BUDGET_MIN:.0f} min: "
+        f"{'within' if c['two_core_min'] <= GRID_BUDGET_MIN else 'OVER'}.",
+        "",
+        "| estimator | CPU s | share |",
+        "|---|---|---|",
+    ]
+    for est, sec in sorted(c["per_estimator_s"].items()):
+        lines.append(f"| {est} | {sec:.0f} | {sec / c['total_cpu_s']:.2f} |")
+    return lines
+
+
 def acceptance(frame) -> list[tuple[str, str, bool | None]]:
     """The issue's claims 1-3, evaluated on whatever cells the sweep holds: (claim, figures, passed)."""
     out = []
@@ -102,8 +182,8 @@ def acceptance(frame) -> list[tuple[str, str, bool | None]]:
             )
         if big != small:
             for est in sorted(f["estimator"].unique()):
-                lo = mean((f["estimator"] == est) & (f["cell_n_models"] == small), "corr_a")
-                hi = mean((f["estimator"] == est) & (f["cell_n_models"] == big), "corr_a")
+                lo = shape_mean(f, (f["estimator"] == est) & (f["cell_n_models"] == small), "corr_a")
+                hi = shape_mean(f, (f["estimator"] == est) & (f["cell_n_models"] == big), "corr_a")
                 if np.isfinite(lo) and np.isfinite(hi):
                     out.append(
                         (
@@ -155,6 +235,9 @@ def markdown(rows: list[dict]) -> str:
         lines.append("(the grid has none of the cells the checks need)")
     for claim, figures, passed in checks:
         lines.append(f"- {'PASS' if passed else 'FAIL'}: {claim}: {figures}")
+    spent = cost_lines(frame)
+    if spent:
+        lines += ["", "## Cost", ""] + spent
     link_lines = linking_table(frame[frame["status"] == "ok"] if "status" in frame else frame)
     if link_lines:
         lines += ["", "## Linking", ""] + link_lines

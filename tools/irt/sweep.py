@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import os
+import time
 import tomllib
 import traceback
 from dataclasses import dataclass, field
@@ -143,6 +144,7 @@ def draw_cell(grid: Grid, cell: dict, rep: int):
 def run_task(grid: Grid, task: Task) -> dict:
     """Draw, mask, fit, score: one JSONL row (a failure becomes status 'error' with its message)."""
     model = task.cell.get("model", "2pl")
+    started, cpu_started = time.monotonic(), time.process_time()
     row = {
         "key": task.key,
         **{f"cell_{k}": v for k, v in task.cell.items()},
@@ -174,6 +176,11 @@ def run_task(grid: Grid, task: Task) -> dict:
         row.update(status="oom", error="out of memory")
     except Exception as exc:  # a failed fit is a result of the study, not the end of the sweep
         row.update(status="error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=3))
+    # the whole task (draw + fit + scoring); CPU is per process, exact with one task per worker thread
+    row.update(
+        task_seconds=round(time.monotonic() - started, 4),
+        task_cpu_seconds=round(time.process_time() - cpu_started, 4),
+    )
     return row
 
 
