@@ -60,19 +60,30 @@ def to_numpy(array):
 
 
 def set_threads(n: int | None) -> int:
-    """Apply -j/--threads to Numba and torch (when imported); return the count in force."""
+    """Apply -j/--threads to Numba and torch (when imported); return the count in force.
+
+    An explicit count (n > 0) wins over the NUMBA_NUM_THREADS / OMP_NUM_THREADS a user exported, as a flag
+    wins over the environment; 0 or None means "all cores" and then an exported cap is respected.
+    """
     import sys
 
-    if n is None or n <= 0:
+    explicit = n is not None and n > 0
+    if not explicit:
         n = os.cpu_count() or 1
-    # Modules not imported yet read these variables when they are; once Numba has started its
-    # threads the variable must not change (it refuses), so only set_num_threads applies then.
+    # Numba sizes its thread pool from NUMBA_NUM_THREADS when it is imported and never grows it, so an
+    # explicit n must fit in the pool before that; set_num_threads then chooses n within the pool.
     if "numba" not in sys.modules:
-        os.environ.setdefault("NUMBA_NUM_THREADS", str(n))
-    os.environ.setdefault("OMP_NUM_THREADS", str(n))
+        pool = os.environ.get("NUMBA_NUM_THREADS", "")
+        if not pool.isdigit() or int(pool) < 1 or (explicit and int(pool) < n):
+            os.environ["NUMBA_NUM_THREADS"] = str(n)
+    if explicit:
+        os.environ["OMP_NUM_THREADS"] = str(n)
+    else:
+        os.environ.setdefault("OMP_NUM_THREADS", str(n))
     numba = sys.modules.get("numba")
     if numba is not None:
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        n = min(n, numba.config.NUMBA_NUM_THREADS)
+        numba.set_num_threads(n)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(n)
