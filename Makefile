@@ -36,7 +36,7 @@ demo: install
 	$(BIN)/python -P -m methodkit.cli._demo
 
 test: install
-	$(PYTEST) -q -m "not slow and not gpu" --durations=25
+	$(PYTEST) -q -n 2 --dist loadfile -m "not slow and not gpu" --durations=25
 
 test-all: install
 	$(PYTEST) -q
