@@ -448,9 +448,8 @@ def _node_dicts(tree: Tree, binner, data: RCT) -> list[dict]:
     return out
 
 
-def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
-    """Shrink the working budget B' <= B until the posterior predictive P(cost <= B) >= 1 - delta."""
-    shares = np.array([lf.share for lf in leaves])
+def cost_moments(leaves: list[Leaf]) -> tuple[list, list, list]:
+    """Per leaf and arm: the estimated cost increment, its sampling variance, and the realized-cost variance."""
     dc_mean, dc_var, z_var = [], [], []
     for lf in leaves:
         st = lf.stats
@@ -461,10 +460,21 @@ def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
         dc_mean.append(np.where(ok, dc, 0.0))
         dc_var.append(vz / n + vz[0] / n[0])
         z_var.append(vz)
+    return dc_mean, dc_var, z_var
+
+
+def feasibility_of(leaves: list[Leaf], spend: np.ndarray, budget: float, seed: int, n_pop: int) -> float:
+    """The posterior predictive P(cost per user <= budget) of spending `spend` on the leaves (CUVET-B's rule)."""
+    shares = np.array([lf.share for lf in leaves])
+    mixes = [realize(float(v), lf.dc, lf.arms) for v, lf in zip(spend, leaves)]
+    return bayes.feasibility(shares, mixes, *cost_moments(leaves), n_pop, budget, seed)
+
+
+def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
+    """Shrink the working budget B' <= B until the posterior predictive P(cost <= B) >= 1 - delta."""
 
     def prob(s):
-        mixes = [realize(float(v), lf.dc, lf.arms) for v, lf in zip(s, leaves)]
-        return bayes.feasibility(shares, mixes, dc_mean, dc_var, z_var, n_pop, budget, seed)
+        return feasibility_of(leaves, s, budget, seed, n_pop)
 
     p = prob(spend)
     if p >= 1 - DELTA:
