@@ -18,6 +18,8 @@ the oracle at the row's own true cost:
   cuvet-b at B    the fitted CUVET-B (posterior, its frontier), allocation re-solved at the full
                   B: power law - this is the estimation loss
   cuvet-b         as fitted, after the feasibility shrink to B' <= B: the margin loss
+  cohorts-power-law  the power-law row on the 8 TRUE cohorts instead of CUVET-B's leaves: the
+                  functional-form loss the method would pay had the tree found the cohorts
 Then the feasibility account of the fitted CUVET-B: its estimated cost / B, the standard error
 of that estimate (posterior sd of the policy's per-user cost), (true cost - B) / SE, the
 posterior predictive P(cost <= B) it was fitted to (>= 1 - delta = 0.9), and, for a run whose
@@ -95,13 +97,16 @@ def _meet_budget(model, budget: float, cost_of) -> tuple[float, float]:
     return lo, feasibility_of(model.leaves, _spend_at(model, lo * budget), budget, model.seed, n_pop)
 
 
-def _true_curves_model(model, leaf, probs, kappa, budget):
-    """CUVET's closed form on the model's leaves with power laws fitted on the true cell-mean points."""
+def _true_curves(leaf, counts, probs, kappa, budget):
+    """CUVET's closed form on the cells `leaf` with power laws fitted on their true cell-mean points.
+
+    counts (cells x arms) are the rows behind each point: they set the WLS weights as in a fit.
+    """
     from methodkit.tools.cuvet import kernels
     from methodkit.tools.cuvet.allocate import allocate, realize
     from methodkit.tools.cuvet.model import leaf_from_stats
 
-    n_leaves = len(model.leaves)
+    n_leaves = len(counts)
     size = np.bincount(leaf, minlength=n_leaves).astype(float)
     q = np.column_stack([np.bincount(leaf, weights=probs[:, a], minlength=n_leaves) for a in range(probs.shape[1])])
     q /= np.maximum(size, 1.0)[:, None]
@@ -109,7 +114,6 @@ def _true_curves_model(model, leaf, probs, kappa, budget):
     def stats(counts, qk):  # noise-free arm statistics of a 0/1 value with cost kappa on conversion
         return np.column_stack([counts, counts * qk, counts * qk, counts * kappa * qk, counts * kappa**2 * qk])
 
-    counts = [lf.stats[:, 0] for lf in model.leaves]
     root = stats(np.sum(counts, axis=0), (q * size[:, None]).sum(0) / size.sum())
     a0, b0, _, npts = kernels.fit_power_law(root, 1.0, np.zeros(2), np.zeros((2, 2)))
     beta_root = float(b0) if npts >= 2 else 1.0
@@ -148,6 +152,9 @@ def _one_seed(s: int, rows: int) -> list[dict]:
     probs = synth.true_probs(te_frame, truth)
     ctl = float(probs[:, 0].mean())
     max_spend = compare.true_max_spend(probs, kappa)
+    cohort = synth.cohort_of(te_frame)
+    cohort_counts = np.zeros((8, len(kappa)))
+    np.add.at(cohort_counts, (cohort, test.t), 1.0)
 
     def value(pi):
         return float((pi * probs).sum(1).mean()) - ctl
@@ -168,14 +175,16 @@ def _one_seed(s: int, rows: int) -> list[dict]:
         policies = {
             "oracle": baselines.oracle(probs, kappa, b),
             "partition": baselines.cell_oracle(leaf, probs, kappa, b),
-            "power-law": _true_curves_model(model, leaf, probs, kappa, b),
+            "power-law": _true_curves(leaf, [lf.stats[:, 0] for lf in model.leaves], probs, kappa, b),
             "cuvet-b-at-B": _table(model, _spend_at(model, b))[leaf],
             "cuvet-b": _table(model, fitted)[leaf],
+            "cohorts-power-law": _true_curves(cohort, cohort_counts, probs, kappa, b),
         }
         for name, pi in policies.items():
             v, c = value(pi), cost(pi)
             own = v / oracle_value(c) if c > 0 else float("nan")
-            bound_own = value(baselines.cell_oracle(leaf, probs, kappa, c)) / best
+            cells = cohort if name.startswith("cohorts") else leaf
+            bound_own = value(baselines.cell_oracle(cells, probs, kappa, c)) / best
             print(
                 f"{s}  {frac:.1f}  {name}  {v / best:.4f}  {c / b:.4f}  {bound_own:.4f}  {own:.4f}  {len(model.leaves)}",
                 flush=True,

@@ -59,6 +59,13 @@ def _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome):
     return CostSpec(cost, parse_arm_costs(arm_costs), cost_on_outcome)
 
 
+def _parse(run: Run, raw):
+    """The table from INPUT's bytes, read first (a missing file is named before any flag error)."""
+    from methodkit.core import io
+
+    return io.read_table(raw, run.params.get("in_format"))
+
+
 def _refuse_existing(run: Run) -> None:
     """-o FILE that exists without --force: refused before the work, not after it."""
     from pathlib import Path
@@ -232,6 +239,14 @@ def fit_cmd(
     unpruned trees' leaves (bench's leaf_bound, from the true probabilities) reaches only
     .865-.888 of the oracle value, about what the root allows (README).
 
+    Where CUVET-B's 20% shortfall goes (bench/cuvet_gap.py, 500k rows, 3 seeds; shares of
+    the oracle's true incremental value): its tree is the root, and the best policy on the
+    root with the true curves gets .870 (partition loss 13 points); the power law costs
+    nothing there (one leaf) and 3.4 points on the true cohorts (.966); CUVET-B's own policy
+    is the best one at the cost it actually incurs, so the rest is spend: its cost estimate
+    moves the true spend to .954-1.024 B (-4.0 to +2.1 points) and the feasibility margin
+    takes 1.2-2.2 more (mean .833).
+
     --lookahead (ours) scores each candidate split by its gain plus the best further split
     of each child (a joint histogram per feature, one row pass each; the second level tries
     every 4th of 64 thresholds), so a split that pays off only through an interaction
@@ -258,14 +273,14 @@ def fit_cmd(
 
     run = Run.from_context()
     run.threads()
+    raw = run.input_bytes(input)
     if (budget is None) == (budget_frac is None):
         raise UsageError("pass exactly one of --budget B and --budget-frac f")
     if not (budget if budget is not None else budget_frac) > 0:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
     _refuse_existing(run)
-    frame = run.read_table(input)
-    data = _load(run, frame, treatment, value, spec, id_col, features, exclude)
+    data = _load(run, _parse(run, raw), treatment, value, spec, id_col, features, exclude)
     from methodkit.tools.cuvet.model import fit  # Numba: only once the input is known to be good
     from methodkit.tools.cuvet.tree import TreeParams
 
@@ -427,10 +442,11 @@ def evaluate_cmd(
     from methodkit.tools.cuvet.evaluate import evaluate, propensities
 
     run = Run.from_context()
+    raw = run.input_bytes(input)
     if assignment is None:
         raise UsageError("missing ASSIGNMENT (the output of 'cuvet-assign assign')")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
-    frame = run.read_table(input)
+    frame = _parse(run, raw)
     table = io.read_table(run.input_bytes(assignment))
     data = _load(run, frame, treatment, value, spec, id_col, strata=strata)
     if propensity is not None:
@@ -512,6 +528,10 @@ def bench_cmd(
     synthetic data, oracle. Every estimate is turned into a policy by the same exact LP
     (Numba on the CPU; with --device cuda the vectorized CuPy twin).
 
+    --budgets are fractions of the per-user cost of giving everyone the costliest arm: with
+    --truth its true expected value on the test rows (the issue's definition; column
+    budget_basis = true), otherwise its estimate on the training rows (train).
+
     With --truth, the cuvet and cuvet-b rows also carry leaf_bound: the share of the oracle
     value that the best policy constant on the model's leaves gets (the exact LP on the
     true cell-mean probabilities). It separates what the tree's partition allows from what
@@ -533,6 +553,7 @@ def bench_cmd(
 
     run = Run.from_context()
     threads = run.threads()
+    raw = run.input_bytes(input)
     chosen = [m for m in methods.split(",") if m]
     unknown = [m for m in chosen if m not in compare.METHODS]
     if unknown:
@@ -545,7 +566,7 @@ def bench_cmd(
         raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
     _refuse_existing(run)
-    frame = run.read_table(input)
+    frame = _parse(run, raw)
     data = _load(run, frame, treatment, value, spec, id_col, features, exclude, strata)
     truth_doc = run.read_json(truth) if truth else None
     splits = []
