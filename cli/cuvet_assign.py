@@ -617,7 +617,7 @@ def tree_cmd(model_path, **_):
       cuvet-assign tree model.json
     """
     from methodkit.core import io
-    from methodkit.tools.cuvet.assign import render_tree
+    from methodkit.tools.cuvet.model import render_tree  # no pandas: `tree` only reads JSON
 
     run = Run.from_context()
     model = _read_model(run, model_path)
