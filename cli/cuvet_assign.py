@@ -47,17 +47,38 @@ def _cost_options(f):
     return f
 
 
-def _load(
-    run: Run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features=None, exclude=(), strata=None
-):
+def _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome):
+    """Check the column and cost flags before any data is read (a bad flag fails fast on a large input)."""
     from methodkit.core.errors import UsageError
-    from methodkit.tools.cuvet.data import CostSpec, load_rct, parse_arm_costs
+    from methodkit.tools.cuvet.data import CostSpec, parse_arm_costs
 
     if treatment is None:
         raise UsageError("pass --treatment COL (the arm column)")
     if value is None:
         raise UsageError("pass --value COL (the outcome column)")
-    spec = CostSpec(cost, parse_arm_costs(arm_costs), cost_on_outcome)
+    return CostSpec(cost, parse_arm_costs(arm_costs), cost_on_outcome)
+
+
+def _parse(run: Run, raw):
+    """The table from INPUT's bytes, read first (a missing file is named before any flag error)."""
+    from methodkit.core import io
+
+    return io.read_table(raw, run.params.get("in_format"))
+
+
+def _refuse_existing(run: Run) -> None:
+    """-o FILE that exists without --force: refused before the work, not after it."""
+    from pathlib import Path
+
+    from methodkit.core.errors import UsageError
+
+    if run.output != "-" and Path(run.output).exists() and not run.force:
+        raise UsageError(f"{run.output}: already exists; pass --force to overwrite")
+
+
+def _load(run: Run, frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None):
+    from methodkit.tools.cuvet.data import load_rct
+
     feats = [f for f in features.split(",") if f] if features else None
     data = load_rct(frame, treatment, value, spec, feats, id_col, tuple(exclude))
     if strata is not None:
@@ -218,6 +239,14 @@ def fit_cmd(
     unpruned trees' leaves (bench's leaf_bound, from the true probabilities) reaches only
     .865-.888 of the oracle value, about what the root allows (README).
 
+    Where CUVET-B's 20% shortfall goes (bench/cuvet_gap.py, 500k rows, 3 seeds; shares of
+    the oracle's true incremental value): its tree is the root, and the best policy on the
+    root with the true curves gets .870 (partition loss 13 points); the power law costs
+    nothing there (one leaf) and 3.4 points on the true cohorts (.966); CUVET-B's own policy
+    is the best one at the cost it actually incurs, so the rest is spend: its cost estimate
+    moves the true spend to .954-1.024 B (-4.0 to +2.1 points) and the feasibility margin
+    takes 1.2-2.2 more (mean .833).
+
     --lookahead (ours) scores each candidate split by its gain plus the best further split
     of each child (a joint histogram per feature, one row pass each; the second level tries
     every 4th of 64 thresholds), so a split that pays off only through an interaction
@@ -241,17 +270,20 @@ def fit_cmd(
     """
     from methodkit.core import io
     from methodkit.core.errors import DataError, UsageError
-    from methodkit.tools.cuvet.model import fit
-    from methodkit.tools.cuvet.tree import TreeParams
 
     run = Run.from_context()
     run.threads()
-    frame = run.read_table(input)
+    raw = run.input_bytes(input)
     if (budget is None) == (budget_frac is None):
         raise UsageError("pass exactly one of --budget B and --budget-frac f")
     if not (budget if budget is not None else budget_frac) > 0:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
-    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude)
+    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
+    _refuse_existing(run)
+    data = _load(run, _parse(run, raw), treatment, value, spec, id_col, features, exclude)
+    from methodkit.tools.cuvet.model import fit  # Numba: only once the input is known to be good
+    from methodkit.tools.cuvet.tree import TreeParams
+
     with run.progress() as cb:
         model = fit(
             data,
@@ -293,9 +325,10 @@ def fit_cmd(
 
 
 def _read_model(run: Run, path: str):
+    doc = run.read_json(path)  # a file that is not JSON fails before the model code loads
     from methodkit.tools.cuvet.model import CuvetModel
 
-    return CuvetModel.from_dict(run.read_json(path), path)
+    return CuvetModel.from_dict(doc, path)
 
 
 @main.command("assign")
@@ -325,13 +358,15 @@ def assign_cmd(model_path, input, budget, id_col, summary, **_):
     """
     from methodkit.core import io
     from methodkit.core.errors import DataError
-    from methodkit.tools.cuvet.assign import assign
 
     run = Run.from_context()
-    model = _read_model(run, model_path)
-    frame = run.read_table(input)
     if budget is not None and budget <= 0:
         raise DataError(f"--budget must be positive, got {budget}")
+    _refuse_existing(run)
+    model = _read_model(run, model_path)
+    frame = run.read_table(input)
+    from methodkit.tools.cuvet.assign import assign
+
     table, info = assign(model, frame, budget=budget, id_col=id_col, seed=run.seed)
     run.emit_table(table)
     if summary is not None:
@@ -407,11 +442,13 @@ def evaluate_cmd(
     from methodkit.tools.cuvet.evaluate import evaluate, propensities
 
     run = Run.from_context()
-    frame = run.read_table(input)
+    raw = run.input_bytes(input)
     if assignment is None:
         raise UsageError("missing ASSIGNMENT (the output of 'cuvet-assign assign')")
+    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
+    frame = _parse(run, raw)
     table = io.read_table(run.input_bytes(assignment))
-    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, strata=strata)
+    data = _load(run, frame, treatment, value, spec, id_col, strata=strata)
     if propensity is not None:
         io.require_columns(frame, [propensity], "--propensity")
     pi, planned = policy_from_assignment(table, data, deterministic, assignment)
@@ -491,6 +528,10 @@ def bench_cmd(
     synthetic data, oracle. Every estimate is turned into a policy by the same exact LP
     (Numba on the CPU; with --device cuda the vectorized CuPy twin).
 
+    --budgets are fractions of the per-user cost of giving everyone the costliest arm: with
+    --truth its true expected value on the test rows (the issue's definition; column
+    budget_basis = true), otherwise its estimate on the training rows (train).
+
     With --truth, the cuvet and cuvet-b rows also carry leaf_bound: the share of the oracle
     value that the best policy constant on the model's leaves gets (the exact LP on the
     true cell-mean probabilities). It separates what the tree's partition allows from what
@@ -512,7 +553,7 @@ def bench_cmd(
 
     run = Run.from_context()
     threads = run.threads()
-    frame = run.read_table(input)
+    raw = run.input_bytes(input)
     chosen = [m for m in methods.split(",") if m]
     unknown = [m for m in chosen if m not in compare.METHODS]
     if unknown:
@@ -523,15 +564,16 @@ def bench_cmd(
         raise UsageError(f"--budgets must be comma-separated fractions, got {budgets!r}") from None
     if not fracs or any(not 0 < b for b in fracs):
         raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
-    data = _load(run, frame, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude, strata)
+    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
+    _refuse_existing(run)
+    frame = _parse(run, raw)
+    data = _load(run, frame, treatment, value, spec, id_col, features, exclude, strata)
     truth_doc = run.read_json(truth) if truth else None
     splits = []
     for s in range(seeds):
         if test_path is not None:
             tframe = io.read_table(run.input_bytes(test_path))
-            test = _load(
-                run, tframe, treatment, value, cost, arm_costs, cost_on_outcome, id_col, features, exclude, strata
-            )
+            test = _load(run, tframe, treatment, value, spec, id_col, features, exclude, strata)
             splits.append(compare.Split(data, test, tframe.iloc[test.rows], run.seed + s, 0))
         else:
             splits += compare.kfold(data, frame.iloc[data.rows], folds, run.seed + s)
@@ -575,7 +617,7 @@ def tree_cmd(model_path, **_):
       cuvet-assign tree model.json
     """
     from methodkit.core import io
-    from methodkit.tools.cuvet.assign import render_tree
+    from methodkit.tools.cuvet.model import render_tree  # no pandas: `tree` only reads JSON
 
     run = Run.from_context()
     model = _read_model(run, model_path)

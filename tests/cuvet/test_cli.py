@@ -27,36 +27,49 @@ def test_help(run_cli):
         assert run_cli([PROG, verb, "--help"]).returncode == 0
 
 
-def test_fit_stdin_to_stdout_is_seeded(run_cli, synthetic):
-    data = (synthetic / "s.csv").read_bytes()
-    args = [PROG, "fit", "-", *SYN, "--budget-frac", "0.4", "--seed", "2"]
-    a, b = run_cli(args, input=data), run_cli(args, input=data)
-    assert a.returncode == 0, a.stderr
-    assert a.stdout == b.stdout
-    assert json.loads(a.stdout)["format"] == "cuvet-model/1"
-    look = run_cli([*args, "--lookahead", "--max-depth", "2"], input=data)
-    assert look.returncode == 0, look.stderr
-    assert json.loads(look.stdout)["format"] == "cuvet-model/1"
+FIT = ["--budget-frac", "0.4", "--bayes", "--lookahead", "--max-depth", "2", "--seed", "2"]
 
 
-def test_pipeline_files(run_cli, synthetic):
+@pytest.fixture(scope="module")
+def model_file(synthetic):
+    """fit FILE -o FILE (CUVET-B with the lookahead splits), shared by the tests below."""
+    from tests.conftest import _run
+
     d = synthetic
-    fit = run_cli([PROG, "fit", d / "s.csv", *SYN, "--budget-frac", "0.4", "--bayes", "-o", d / "m.json"])
+    fit = _run([PROG, "fit", d / "s.csv", *SYN, *FIT, "-o", d / "m.json"])
     assert fit.returncode == 0, fit.stderr
-    assert json.loads(fit.stdout)["variant"] == "cuvet-b"
-    out = run_cli([PROG, "assign", d / "m.json", d / "s.csv", "-o", d / "a.parquet", "--seed", "1"])
+    summary = json.loads(fit.stdout)
+    assert summary["variant"] == "cuvet-b" and summary["model"] == str(d / "m.json")
+    return d / "m.json"
+
+
+def test_fit_stdin_to_stdout_is_seeded(run_cli, synthetic, model_file):
+    """stdin -> stdout gives the same model as the file -> -o file run with the same seed."""
+    data = (synthetic / "s.csv").read_bytes()
+    a = run_cli([PROG, "fit", "-", *SYN, *FIT], input=data)
+    assert a.returncode == 0, a.stderr
+    streamed = json.loads(a.stdout)
+    assert streamed["format"] == "cuvet-model/1" and streamed["seed"] == 2
+    assert streamed == json.loads(model_file.read_text())
+
+
+def test_pipeline_files(run_cli, synthetic, model_file):
+    d = synthetic
+    out = run_cli([PROG, "assign", model_file, d / "s.csv", "-o", d / "a.parquet", "--seed", "1"])
     assert out.returncode == 0, out.stderr
-    again = run_cli([PROG, "assign", d / "m.json", d / "s.csv", "-o", d / "b.parquet", "--seed", "1"])
+    again = run_cli([PROG, "assign", model_file, d / "s.csv", "-o", d / "b.parquet", "--seed", "1"])
     assert (d / "a.parquet").read_bytes() == (d / "b.parquet").read_bytes() and again.returncode == 0
-    budget = str(json.loads((d / "m.json").read_text())["budget_per_user"] * 6000)
-    ev = run_cli([PROG, "evaluate", d / "s.csv", d / "a.parquet", *SYN, "--n-boot", "20", "--budget", budget])
-    assert ev.returncode == 0, ev.stderr
+    budget = str(json.loads(model_file.read_text())["budget_per_user"] * 6000)
+    # one run for the result and the gate: the result JSON is written before --fail-below exits 3
+    ev = run_cli(
+        [PROG, "evaluate", d / "s.csv", d / "a.parquet", *SYN, "--n-boot", "20", "--budget", budget]
+        + ["--fail-below", "1e9"]
+    )
+    assert ev.returncode == 3 and b"below --fail-below" in ev.stderr
     result = json.loads(ev.stdout)
     assert result["feasible"] and result["n"] == 6000
-    tree = run_cli([PROG, "tree", d / "m.json"])
+    tree = run_cli([PROG, "tree", model_file])
     assert tree.returncode == 0 and b"leaf 0" in tree.stdout
-    gate = run_cli([PROG, "evaluate", d / "s.csv", d / "a.parquet", *SYN, "--n-boot", "20", "--fail-below", "1e9"])
-    assert gate.returncode == 3 and b"below --fail-below" in gate.stderr
 
 
 def test_gen_thornton_has_the_dose_bins(run_cli, tmp_path):

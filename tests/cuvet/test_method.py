@@ -148,3 +148,10 @@ def test_bench_lp_through_an_array_module_matches_numba():
     for a, b in zip(numba, vectorized):
         assert a["true_value"] == pytest.approx(b["true_value"], rel=1e-9)
         assert a["cost"] == pytest.approx(b["cost"], rel=1e-9)
+    # with a truth the budget is the issue's: 30% of the true cost of giving every test user arm 4
+    # (control is free), not its estimate on the training rows; the oracle spends exactly that
+    everyone_max = 4.0 * float(synth.true_probs(test, truth)[:, 4].mean())
+    assert all(r["budget"] == pytest.approx(0.3 * everyone_max, rel=1e-12) for r in numba)
+    assert all(r["budget_basis"] == "true" for r in numba)
+    assert numba[0]["method"] == "oracle" and numba[0]["true_cost"] == pytest.approx(numba[0]["budget"], rel=1e-9)
+    assert abs(compare.fit_max_spend(rct) / everyone_max - 1) > 1e-4  # the estimate differs at this size

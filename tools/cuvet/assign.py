@@ -107,34 +107,3 @@ def policy_from_assignment(table: pd.DataFrame, data, deterministic: bool, name:
         pi[np.arange(data.n), arm] = 1.0
     planned = float(table["exp_cost"].to_numpy(float)[pos].mean()) if "exp_cost" in table else float("nan")
     return pi, planned
-
-
-def render_tree(model: CuvetModel) -> str:
-    """The tree as indented text, leaves with n, alpha, beta, spend and arm mix."""
-    lines = [
-        f"{model.variant}: {len(model.leaves)} leaves, lambda {model.lam:.6g} "
-        f"(marginal cost per unit value {1 / model.lam if model.lam > 0 else float('inf'):.6g}), "
-        f"budget/user {model.budget_per_user:.6g}, working {model.working_budget:.6g}, beta_root {model.beta_root:.3g}"
-    ]
-
-    def walk(k: int, indent: str, label: str) -> None:
-        nd = model.nodes[k]
-        if nd["leaf"] >= 0:
-            lf = model.leaves[nd["leaf"]]
-            mix = ", ".join(f"arm {a}: {p:.3f}" for a, p in sorted(lf.mix.items()))
-            lines.append(
-                f"{indent}{label}leaf {nd['leaf']}: n={lf.n} alpha={lf.alpha:.4g} beta={lf.beta:.3g} "
-                f"s_max={lf.smax:.4g} spend={lf.spend:.4g} mix [{mix}]"
-            )
-            return
-        if nd.get("threshold") is not None:
-            cond = (f"{nd['feature']} <= {nd['threshold']:.6g}", f"{nd['feature']} > {nd['threshold']:.6g} or NaN")
-        else:
-            lev = ",".join(nd["left_levels"])
-            cond = (f"{nd['feature']} in {{{lev}}}", f"{nd['feature']} not in {{{lev}}}")
-        lines.append(f"{indent}{label}split n={nd['n']} gain={nd['gain']:.4g}")
-        walk(nd["left"], indent + "  ", f"[{cond[0]}] ")
-        walk(nd["right"], indent + "  ", f"[{cond[1]}] ")
-
-    walk(0, "", "")
-    return "\n".join(lines) + "\n"

@@ -7,12 +7,15 @@ paid on the outcome (Z = kappa_T * Y, a coupon paid on conversion).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from methodkit.core.errors import DataError, UsageError
 from methodkit.core.io import require_columns, row_label
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SMD_WARN = 0.1
 
@@ -99,6 +102,8 @@ def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, 
 
     With `levels` given (from a model), the same codes are used and unseen levels become NaN.
     """
+    import pandas as pd  # here, not at import: the CLI checks its flags with CostSpec before loading pandas
+
     name = frame.attrs.get("source", "input")
     require_columns(frame, features, "--features")
     known = dict(levels or {})
@@ -133,6 +138,8 @@ def load_rct(
     n_arms: int | None = None,
 ) -> RCT:
     """Validate an RCT table and return its arrays (rows with NaN treatment or value dropped)."""
+    import pandas as pd
+
     name = frame.attrs.get("source", "input")
     require_columns(frame, [treatment], "--treatment")
     require_columns(frame, [value], "--value")

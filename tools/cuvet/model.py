@@ -1,4 +1,4 @@
-"""Fitting a CUVET model (tree + per-leaf power laws + lam) and turning it into a policy."""
+"""Fitting a CUVET model (tree + per-leaf power laws + lam), turning it into a policy, printing its tree."""
 
 from __future__ import annotations
 
@@ -276,6 +276,14 @@ def _logit(b: float) -> float:
     return float(np.log(b / (1.0 - b)))
 
 
+def _conditions(nd: dict, nan_right: str = "") -> tuple[str, str]:
+    """The (left, right) conditions of a split node, as text."""
+    if nd.get("threshold") is not None:
+        return f"{nd['feature']} <= {nd['threshold']:.6g}", f"{nd['feature']} > {nd['threshold']:.6g}{nan_right}"
+    levels = ",".join(nd["left_levels"])
+    return f"{nd['feature']} in {{{levels}}}", f"{nd['feature']} not in {{{levels}}}"
+
+
 def _rules(nodes: list[dict]) -> dict[int, str]:
     """Leaf index -> the conjunction of conditions on its path."""
     out: dict[int, str] = {}
@@ -286,11 +294,7 @@ def _rules(nodes: list[dict]) -> dict[int, str]:
         if nd["leaf"] >= 0:
             out[nd["leaf"]] = " and ".join(path) or "all"
             continue
-        if nd.get("threshold") is not None:
-            cond = (f"{nd['feature']} <= {nd['threshold']:.6g}", f"{nd['feature']} > {nd['threshold']:.6g}")
-        else:
-            levels = ",".join(nd["left_levels"])
-            cond = (f"{nd['feature']} in {{{levels}}}", f"{nd['feature']} not in {{{levels}}}")
+        cond = _conditions(nd)
         stack.append((nd["right"], [*path, cond[1]]))
         stack.append((nd["left"], [*path, cond[0]]))
     return out
@@ -448,9 +452,8 @@ def _node_dicts(tree: Tree, binner, data: RCT) -> list[dict]:
     return out
 
 
-def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
-    """Shrink the working budget B' <= B until the posterior predictive P(cost <= B) >= 1 - delta."""
-    shares = np.array([lf.share for lf in leaves])
+def cost_moments(leaves: list[Leaf]) -> tuple[list, list, list]:
+    """Per leaf and arm: the estimated cost increment, its sampling variance, and the realized-cost variance."""
     dc_mean, dc_var, z_var = [], [], []
     for lf in leaves:
         st = lf.stats
@@ -461,10 +464,21 @@ def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
         dc_mean.append(np.where(ok, dc, 0.0))
         dc_var.append(vz / n + vz[0] / n[0])
         z_var.append(vz)
+    return dc_mean, dc_var, z_var
+
+
+def feasibility_of(leaves: list[Leaf], spend: np.ndarray, budget: float, seed: int, n_pop: int) -> float:
+    """The posterior predictive P(cost per user <= budget) of spending `spend` on the leaves (CUVET-B's rule)."""
+    shares = np.array([lf.share for lf in leaves])
+    mixes = [realize(float(v), lf.dc, lf.arms) for v, lf in zip(spend, leaves)]
+    return bayes.feasibility(shares, mixes, *cost_moments(leaves), n_pop, budget, seed)
+
+
+def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
+    """Shrink the working budget B' <= B until the posterior predictive P(cost <= B) >= 1 - delta."""
 
     def prob(s):
-        mixes = [realize(float(v), lf.dc, lf.arms) for v, lf in zip(s, leaves)]
-        return bayes.feasibility(shares, mixes, dc_mean, dc_var, z_var, n_pop, budget, seed)
+        return feasibility_of(leaves, s, budget, seed, n_pop)
 
     p = prob(spend)
     if p >= 1 - DELTA:
@@ -480,3 +494,30 @@ def _shrink_for_feasibility(leaves, budget, seed, post, n_pop, spend, lam):
         else:
             hi = mid
     return best
+
+
+def render_tree(model: CuvetModel) -> str:
+    """The tree as indented text, leaves with n, alpha, beta, spend and arm mix."""
+    lines = [
+        f"{model.variant}: {len(model.leaves)} leaves, lambda {model.lam:.6g} "
+        f"(marginal cost per unit value {1 / model.lam if model.lam > 0 else float('inf'):.6g}), "
+        f"budget/user {model.budget_per_user:.6g}, working {model.working_budget:.6g}, beta_root {model.beta_root:.3g}"
+    ]
+
+    def walk(k: int, indent: str, label: str) -> None:
+        nd = model.nodes[k]
+        if nd["leaf"] >= 0:
+            lf = model.leaves[nd["leaf"]]
+            mix = ", ".join(f"arm {a}: {p:.3f}" for a, p in sorted(lf.mix.items()))
+            lines.append(
+                f"{indent}{label}leaf {nd['leaf']}: n={lf.n} alpha={lf.alpha:.4g} beta={lf.beta:.3g} "
+                f"s_max={lf.smax:.4g} spend={lf.spend:.4g} mix [{mix}]"
+            )
+            return
+        cond = _conditions(nd, " or NaN")
+        lines.append(f"{indent}{label}split n={nd['n']} gain={nd['gain']:.4g}")
+        walk(nd["left"], indent + "  ", f"[{cond[0]}] ")
+        walk(nd["right"], indent + "  ", f"[{cond[1]}] ")
+
+    walk(0, "", "")
+    return "\n".join(lines) + "\n"
