@@ -130,6 +130,33 @@ def neg_log_posterior(theta, batch, opts: FitOptions):
     return -(data + logprior), ll, evidence, clamped
 
 
+MIN_ROWS_PER_THREAD = 8
+_POOLS: dict = {}
+
+
+def adjoint_by_threads(kernel, rowwise: tuple, shared: tuple, outs: tuple) -> None:
+    """Run a serial, GIL-free per-row kernel over contiguous slices of the rows, one slice per thread
+    (numba's thread count, i.e. -j). Each row is computed alone by the same compiled code, so the outputs
+    do not depend on the thread count, the slicing or the state of Numba's cache."""
+    import numba
+
+    n = rowwise[0].shape[0]
+    threads = max(1, min(numba.get_num_threads(), n // MIN_ROWS_PER_THREAD))
+    if threads == 1:
+        kernel(*rowwise, *shared, *outs)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = _POOLS.get(threads) or _POOLS.setdefault(threads, ThreadPoolExecutor(threads, "cbf-adjoint"))
+    edges = np.linspace(0, n, threads + 1).astype(int)
+    jobs = [
+        pool.submit(kernel, *(a[lo:hi] for a in rowwise), *shared, *(o[lo:hi] for o in outs))
+        for lo, hi in zip(edges[:-1], edges[1:])
+    ]
+    for job in jobs:
+        job.result()
+
+
 class Objective:
     """Per-row negative log posterior and its gradient: by default the numba kernel (forward pass, then a
     hand-written reverse-mode sweep) with the Beta-quantile node derivatives chained on in NumPy.
@@ -197,30 +224,31 @@ class Objective:
         w_ev = 0.0 if self.opts.objective == "responses" else 1.0
         f, r = self.opts.filter, self.opts.response
         lo, hi = r.clip if r.clip is not None else (-np.inf, np.inf)
-        kernels.cbf_value_adjoint(
-            self.outcome[pick],
-            self.valid[pick],
-            self.response[pick],
-            self.rmask[pick],
-            np.ascontiguousarray(v),
-            np.ascontiguousarray(s),
-            np.ascontiguousarray(theta[:, -1]),
-            float(f.m0),
-            float(f.w0),
-            float(f.switch),
-            bool(f.carry_over),
-            float(lo),
-            float(hi),
-            bool(r.censor and r.clip is not None),
-            float(r.lapse if r.clip is not None else 0.0),
-            w_ll,
-            w_ev,
-            need_grad,
-            ll,
-            ev,
-            gv,
-            gs,
-            gls,
+        adjoint_by_threads(
+            kernels.cbf_value_adjoint,
+            (
+                np.ascontiguousarray(self.outcome[pick]),
+                np.ascontiguousarray(self.valid[pick]),
+                np.ascontiguousarray(self.response[pick]),
+                np.ascontiguousarray(self.rmask[pick]),
+                np.ascontiguousarray(v),
+                np.ascontiguousarray(s),
+                np.ascontiguousarray(theta[:, -1]),
+            ),
+            (
+                float(f.m0),
+                float(f.w0),
+                float(f.switch),
+                bool(f.carry_over),
+                float(lo),
+                float(hi),
+                bool(r.censor and r.clip is not None),
+                float(r.lapse if r.clip is not None else 0.0),
+                w_ll,
+                w_ev,
+                need_grad,
+            ),
+            (ll, ev, gv, gs, gls),
         )
         # chain rule from node adjoints to theta: [d/dv-shape params, d/ds-shape params, d/dlog sigma_r]
         gdata = np.concatenate([np.einsum("nk,nkd->nd", gv, dv), np.einsum("nk,nkd->nd", gs, ds), gls[:, None]], 1)
@@ -585,7 +613,9 @@ def run(cohort: Cohort, opts: FitOptions, *, seed: int = 0, progress=silent, max
         raise UsageError(f"--model must be one of {', '.join(models.MODELS)}")
     if opts.objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
-    if opts.model in models.GRADIENT_MODELS:
+    if opts.model in models.GRADIENT_MODELS and opts.gradient != "torch" and opts.optimizer_grad != "torch-lbfgs":
+        table = fit_gradient(cohort, opts, progress)  # the adjoint path: no torch (its import alone costs ~3 CPU-s)
+    elif opts.model in models.GRADIENT_MODELS:
         import torch
 
         previous = torch.get_default_dtype()

@@ -2,7 +2,8 @@
 
 Arrays are [subject, block position, trial]; `valid` marks trials that exist. Every kernel is
 thread-count invariant: a subject's work runs in one thread, and a particle filter seeds the
-thread's generator from the per-run seed it is handed at the start of its iteration.
+thread's generator from the per-run seed it is handed at the start of its iteration. The CBF adjoint
+kernel is serial (its caller runs slices of rows on threads): see its docstring for why.
 """
 
 from __future__ import annotations
@@ -702,7 +703,7 @@ def _cbf_cells(vnodes, snodes, m0, w0, T, G, INV, C, PV):
                 w = pv * snodes[j] / tot
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, nogil=True, fastmath=_FAST)
 def cbf_value_adjoint(
     outcome,
     valid,
@@ -736,11 +737,16 @@ def cbf_value_adjoint(
     last backward sweep of each cell's variance recursion turns into node gradients. Weights are linear and
     renormalised every trial; exp(q - top) is the branch-free exp, floored at exp(-708). Without
     `need_grad` only the values are computed (start-point screening).
+
+    Serial and without the GIL: callers spread rows over threads (`fit.adjoint_by_threads`). Not a prange:
+    compiled with parallel=True and fastmath, the freshly compiled parfor and the one loaded from Numba's
+    cache are optimised differently (the cached object links the callees into the gufunc before LLVM runs
+    again), so a first run after an install gave other gradients at ~1e-9 than every later run.
     """
     S, B, T = outcome.shape
     K1, K2 = vnodes.shape[1], snodes.shape[1]
     KK = K1 * K2
-    for s in prange(S):
+    for s in range(S):
         G = np.empty((T, KK))
         INV = np.empty((T, KK))
         C = np.empty((T, KK))
