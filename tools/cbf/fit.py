@@ -21,7 +21,7 @@ import pandas as pd
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.cbf import grid as gridmod
-from methodkit.tools.cbf import models
+from methodkit.tools.cbf import models, threads
 from methodkit.tools.cbf.data import Cohort
 from methodkit.tools.cbf.forward import FilterOptions, ResponseModel, filter_predictions, response_loglik
 from methodkit.tools.cbf.optim import minimize_rows, projected_gradient
@@ -130,31 +130,7 @@ def neg_log_posterior(theta, batch, opts: FitOptions):
     return -(data + logprior), ll, evidence, clamped
 
 
-MIN_ROWS_PER_THREAD = 8
-_POOLS: dict = {}
-
-
-def adjoint_by_threads(kernel, rowwise: tuple, shared: tuple, outs: tuple) -> None:
-    """Run a serial, GIL-free per-row kernel over contiguous slices of the rows, one slice per thread
-    (numba's thread count, i.e. -j). Each row is computed alone by the same compiled code, so the outputs
-    do not depend on the thread count, the slicing or the state of Numba's cache."""
-    import numba
-
-    n = rowwise[0].shape[0]
-    threads = max(1, min(numba.get_num_threads(), n // MIN_ROWS_PER_THREAD))
-    if threads == 1:
-        kernel(*rowwise, *shared, *outs)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = _POOLS.get(threads) or _POOLS.setdefault(threads, ThreadPoolExecutor(threads, "cbf-adjoint"))
-    edges = np.linspace(0, n, threads + 1).astype(int)
-    jobs = [
-        pool.submit(kernel, *(a[lo:hi] for a in rowwise), *shared, *(o[lo:hi] for o in outs))
-        for lo, hi in zip(edges[:-1], edges[1:])
-    ]
-    for job in jobs:
-        job.result()
+MIN_ROWS_PER_THREAD = 8  # the adjoint kernel costs ~0.5 ms per row: smaller slices are not worth a thread
 
 
 class Objective:
@@ -224,7 +200,7 @@ class Objective:
         w_ev = 0.0 if self.opts.objective == "responses" else 1.0
         f, r = self.opts.filter, self.opts.response
         lo, hi = r.clip if r.clip is not None else (-np.inf, np.inf)
-        adjoint_by_threads(
+        threads.over_rows(
             kernels.cbf_value_adjoint,
             (
                 np.ascontiguousarray(self.outcome[pick]),
@@ -249,6 +225,7 @@ class Objective:
                 need_grad,
             ),
             (ll, ev, gv, gs, gls),
+            MIN_ROWS_PER_THREAD,
         )
         # chain rule from node adjoints to theta: [d/dv-shape params, d/ds-shape params, d/dlog sigma_r]
         gdata = np.concatenate([np.einsum("nk,nkd->nd", gv, dv), np.einsum("nk,nkd->nd", gs, ds), gls[:, None]], 1)
