@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
@@ -201,6 +202,7 @@ def rt_redraw(args) -> dict:
             test = stats.ttest_1samp(beta, 0.0)
             row[name] = (float(test.statistic), float(test.pvalue))
         rows.append(row)
+        print(json.dumps({"group_seed": seed, **row}), file=sys.stderr, flush=True)  # kept if the run is stopped
     out: dict = {"study": "rt-redraw", "n": n, "groups": args.groups, "seed_base": args.fp_seed}
     for name in ("simulator", "redraw"):
         t = np.array([r[name][0] for r in rows])

@@ -103,6 +103,10 @@ def main():
       - --device cuda (particle filters only): a whole-array CuPy filter with the same
         model and sampler and its own random stream; it agrees with the CPU kernel in
         distribution (exactly at lambda = 0), not draw for draw.
+      - Responses clipped at the --clip bounds are, by default, Gaussian observations like any
+        other. Where many responses sit at a bound (simulated tasks whose latent drifts past
+        90), fit with --censor: on the default cbf-sim task (20% of responses at 90) recovery of
+        log kappa fell from Spearman .88/.82 with --censor to .32/.30 without it.
       - .mat import: randomization_order[k] is the condition at block position k.
       - RT control for PE autocovariance: |delta_(t-1) * delta_(t-2)|.
       - RT group test: one-sample t on the per-subject beta_A, and beside it an exact sign

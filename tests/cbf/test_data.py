@@ -104,3 +104,39 @@ def test_import_names_a_missing_field(field):
 def test_import_refuses_a_file_that_is_not_mat():
     with pytest.raises(DataError, match="not a MATLAB .mat file"):
         data.import_stovol_mat(b"subject,block\n1,2\n", "data.mat")
+
+
+def test_simulated_noise_sources_are_mutually_independent():
+    # Every random source of a simulated data set (the task's latent steps and outcome noise, the
+    # agents' response noise, their log-RT noise) must come from its own stream: a shared or
+    # re-seeded stream would correlate, e.g., RT noise with outcomes and so with ambiguity.
+    from methodkit.tools.cbf import agents, signals
+    from methodkit.tools.cbf.forward import FilterOptions
+    from methodkit.tools.cbf.grid import GridSpec
+
+    task = data.simulate_task(seed=3, trials=400)
+    people = data.cohort_for_agents(task, 30, seed=3)
+    params = agents.population_params("kf", ["healthy"] * 30, np.random.default_rng(3), 4.0)
+    rt = agents.parse_rt("logrt=8.4+N(0,0.1)")
+    sim = agents.simulate(people, "kf", params, seed=3, clip=None, step=0, rt=rt).cohort
+    values = {k: params[k].to_numpy() for k in ("v", "s", "sigma_r")}
+    pred = signals.model_signals(sim, "kf", values, grid=GridSpec(), fopts=FilterOptions()).arrays["pred_mean"]
+    step = np.diff(sim.latent, axis=-1, prepend=np.nan) / np.sqrt(sim.true_vol[..., None])
+    sources = {
+        "response": (sim.response - pred) / 4.0,
+        "rt": (np.log(sim.rt_ms) - 8.4) / 0.1,
+        "outcome": (sim.outcome - sim.latent) / np.sqrt(sim.true_sto[..., None]),
+        "step": step,
+    }
+    assert abs(np.nanstd(sources["response"]) - 1) < 0.05 and abs(np.nanstd(sources["rt"]) - 1) < 0.05
+
+    def corr(x, y):
+        ok = np.isfinite(x) & np.isfinite(y)
+        return np.corrcoef(x[ok], y[ok])[0, 1], ok.sum()
+
+    for a, b in [("response", "rt"), ("response", "outcome"), ("response", "step"), ("rt", "outcome"), ("rt", "step")]:
+        r, n = corr(sources[a].ravel(), sources[b].ravel())  # 48,000 trials: 4.5 sd ~ .02
+        assert abs(r) < 4.5 / np.sqrt(n), (a, b, r)
+    # the task's two sources, once per trial of the shared sequences (1,600 values)
+    r, n = corr((task.outcome - task.latent).ravel(), np.diff(task.latent, axis=0, prepend=np.nan).ravel())
+    assert abs(r) < 4.5 / np.sqrt(n), ("outcome", "step", r)

@@ -21,7 +21,7 @@ import pandas as pd
 from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.cbf import grid as gridmod
-from methodkit.tools.cbf import models
+from methodkit.tools.cbf import models, threads
 from methodkit.tools.cbf.data import Cohort
 from methodkit.tools.cbf.forward import FilterOptions, ResponseModel, filter_predictions, response_loglik
 from methodkit.tools.cbf.optim import minimize_rows, projected_gradient
@@ -130,6 +130,9 @@ def neg_log_posterior(theta, batch, opts: FitOptions):
     return -(data + logprior), ll, evidence, clamped
 
 
+MIN_ROWS_PER_THREAD = 8  # the adjoint kernel costs ~0.5 ms per row: smaller slices are not worth a thread
+
+
 class Objective:
     """Per-row negative log posterior and its gradient: by default the numba kernel (forward pass, then a
     hand-written reverse-mode sweep) with the Beta-quantile node derivatives chained on in NumPy.
@@ -197,30 +200,32 @@ class Objective:
         w_ev = 0.0 if self.opts.objective == "responses" else 1.0
         f, r = self.opts.filter, self.opts.response
         lo, hi = r.clip if r.clip is not None else (-np.inf, np.inf)
-        kernels.cbf_value_adjoint(
-            self.outcome[pick],
-            self.valid[pick],
-            self.response[pick],
-            self.rmask[pick],
-            np.ascontiguousarray(v),
-            np.ascontiguousarray(s),
-            np.ascontiguousarray(theta[:, -1]),
-            float(f.m0),
-            float(f.w0),
-            float(f.switch),
-            bool(f.carry_over),
-            float(lo),
-            float(hi),
-            bool(r.censor and r.clip is not None),
-            float(r.lapse if r.clip is not None else 0.0),
-            w_ll,
-            w_ev,
-            need_grad,
-            ll,
-            ev,
-            gv,
-            gs,
-            gls,
+        threads.over_rows(
+            kernels.cbf_value_adjoint,
+            (
+                np.ascontiguousarray(self.outcome[pick]),
+                np.ascontiguousarray(self.valid[pick]),
+                np.ascontiguousarray(self.response[pick]),
+                np.ascontiguousarray(self.rmask[pick]),
+                np.ascontiguousarray(v),
+                np.ascontiguousarray(s),
+                np.ascontiguousarray(theta[:, -1]),
+            ),
+            (
+                float(f.m0),
+                float(f.w0),
+                float(f.switch),
+                bool(f.carry_over),
+                float(lo),
+                float(hi),
+                bool(r.censor and r.clip is not None),
+                float(r.lapse if r.clip is not None else 0.0),
+                w_ll,
+                w_ev,
+                need_grad,
+            ),
+            (ll, ev, gv, gs, gls),
+            MIN_ROWS_PER_THREAD,
         )
         # chain rule from node adjoints to theta: [d/dv-shape params, d/ds-shape params, d/dlog sigma_r]
         gdata = np.concatenate([np.einsum("nk,nkd->nd", gv, dv), np.einsum("nk,nkd->nd", gs, ds), gls[:, None]], 1)
@@ -585,7 +590,9 @@ def run(cohort: Cohort, opts: FitOptions, *, seed: int = 0, progress=silent, max
         raise UsageError(f"--model must be one of {', '.join(models.MODELS)}")
     if opts.objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}")
-    if opts.model in models.GRADIENT_MODELS:
+    if opts.model in models.GRADIENT_MODELS and opts.gradient != "torch" and opts.optimizer_grad != "torch-lbfgs":
+        table = fit_gradient(cohort, opts, progress)  # the adjoint path: no torch (its import alone costs ~3 CPU-s)
+    elif opts.model in models.GRADIENT_MODELS:
         import torch
 
         previous = torch.get_default_dtype()

@@ -1,15 +1,14 @@
 """Torch forward pass of the CBF (and of the plain Kalman filter, its K = 1 case) for fitting.
 
 Batched over rows (subject x restart) and, unless weights carry over, over blocks: state
-tensors are [N, B, K, K] and the graph has one step per trial. Mirrors kernels.cbf_filter.
+tensors are [N, B, K, K] and the graph has one step per trial. Mirrors kernels.cbf_filter. Torch is imported
+inside the functions: the simulators and the adjoint fit use only the option classes here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-import torch
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -35,6 +34,8 @@ class ResponseModel:
 
 def _run_blocks(outcome, valid, v, s, logpi, opts: FilterOptions):
     """One pass over trials for blocks batched in dim 1; returns (pred means [N,B,T], log Z [N,B,T], logpi)."""
+    import torch
+
     N, B, T = outcome.shape
     K2 = v.shape[-2] * s.shape[-1]
     m = torch.full((N, B, v.shape[-2], s.shape[-1]), opts.m0, dtype=v.dtype)
@@ -62,6 +63,8 @@ def _run_blocks(outcome, valid, v, s, logpi, opts: FilterOptions):
 
 def filter_predictions(outcome, valid, vnodes, snodes, opts: FilterOptions):
     """Predictions [N,B,T] and per-trial log evidence [N,B,T] of the K x K mixture of Kalman filters."""
+    import torch
+
     N, B, T = outcome.shape
     K1, K2 = vnodes.shape[-1], snodes.shape[-1]
     v = vnodes[:, None, :, None]
@@ -82,6 +85,8 @@ def filter_predictions(outcome, valid, vnodes, snodes, opts: FilterOptions):
 
 def response_loglik(pred, response, mask, sigma_r, model: ResponseModel):
     """Sum over trials of log p(r_t | mu_t) per row; `mask` excludes missing responses."""
+    import torch
+
     sigma = sigma_r[:, None, None]
     r = torch.where(mask, response, pred.detach())
     z = (r - pred) / sigma

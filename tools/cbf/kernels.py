@@ -2,7 +2,9 @@
 
 Arrays are [subject, block position, trial]; `valid` marks trials that exist. Every kernel is
 thread-count invariant: a subject's work runs in one thread, and a particle filter seeds the
-thread's generator from the per-run seed it is handed at the start of its iteration.
+thread's generator from the per-run seed it is handed at the start of its iteration. The kernels are
+serial and GIL-free; `threads` runs slices of their subjects or runs on -j threads (not prange: see
+cbf_value_adjoint's docstring for why).
 """
 
 from __future__ import annotations
@@ -11,15 +13,15 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 LOG_2PI = math.log(2.0 * math.pi)
 PF_BETA, PF_HPL = 0, 1
 
 
-@njit(cache=True, parallel=True)
-def cbf_filter(
+@njit(cache=True, nogil=True)
+def _cbf_filter_rows(
     outcome,
     valid,
     vnodes,
@@ -48,7 +50,7 @@ def cbf_filter(
     K = vnodes.shape[1]
     KK = K * K
     log_kk = math.log(KK) if KK > 1 else 1.0
-    for s in prange(S):
+    for s in range(S):
         logpi = np.full((K, K), -math.log(KK))
         m = np.empty((K, K))
         w = np.empty((K, K))
@@ -453,8 +455,10 @@ def _move_hpl(state, counter, x, lx, rate, sigma, ubuf):
             x[p] = x[p] * math.exp(step)
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
-def pf_filter(
+@njit(cache=True, nogil=True, fastmath=_FAST)
+def _pf_jobs(
+    first,
+    last,
     kind,
     outcome,
     valid,
@@ -491,7 +495,7 @@ def pf_filter(
     S, B, T = outcome.shape
     R = seeds.shape[1]
     P = n_particles
-    for job in prange(S * R):
+    for job in range(first, last):
         s = job // R
         r = job % R
         state = np.empty(4, dtype=np.uint64)
@@ -702,7 +706,7 @@ def _cbf_cells(vnodes, snodes, m0, w0, T, G, INV, C, PV):
                 w = pv * snodes[j] / tot
 
 
-@njit(cache=True, parallel=True, fastmath=_FAST)
+@njit(cache=True, nogil=True, fastmath=_FAST)
 def cbf_value_adjoint(
     outcome,
     valid,
@@ -736,11 +740,16 @@ def cbf_value_adjoint(
     last backward sweep of each cell's variance recursion turns into node gradients. Weights are linear and
     renormalised every trial; exp(q - top) is the branch-free exp, floored at exp(-708). Without
     `need_grad` only the values are computed (start-point screening).
+
+    Serial and without the GIL: callers spread rows over threads (`threads.over_rows`). Not a prange:
+    compiled with parallel=True and fastmath, the freshly compiled parfor and the one loaded from Numba's
+    cache are optimised differently (the cached object links the callees into the gufunc before LLVM runs
+    again), so a first run after an install gave other gradients at ~1e-9 than every later run.
     """
     S, B, T = outcome.shape
     K1, K2 = vnodes.shape[1], snodes.shape[1]
     KK = K1 * K2
-    for s in prange(S):
+    for s in range(S):
         G = np.empty((T, KK))
         INV = np.empty((T, KK))
         C = np.empty((T, KK))
@@ -856,3 +865,24 @@ def cbf_value_adjoint(
                     wb = pvb
                 gv[i] += vb
                 gs[j] += sb
+
+
+# ---------------------------------------------------------------- thread dispatch (same signatures as before)
+
+
+def cbf_filter(outcome, valid, vnodes, snodes, m0, w0, switch, carry, *outs):
+    """`_cbf_filter_rows` over slices of subjects on -j threads (outs: the 8 signal arrays, then edge_mass)."""
+    from methodkit.tools.cbf import threads
+
+    threads.over_rows(_cbf_filter_rows, (outcome, valid, vnodes, snodes), (m0, w0, switch, carry), outs, 4)
+
+
+def pf_filter(kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest):
+    """`_pf_jobs` over ranges of the S x R runs on -j threads (rest: the outputs, collapses, signals, tables,
+    use_table, as `_pf_jobs` takes them). Each run seeds its own generators, so the split changes nothing."""
+    from methodkit.tools.cbf import threads
+
+    def job(lo, hi):
+        _pf_jobs(lo, hi, kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest)
+
+    threads.over_ranges(seeds.shape[0] * seeds.shape[1], job)
