@@ -230,16 +230,20 @@ def run_cmd(
     """
     from pathlib import Path
 
-    import pandas as pd
-    import torch
-
-    from methodkit.core import io
-    from methodkit.tools.clapping.pipeline import RunConfig, simulate
+    from methodkit.tools.clapping.config import RunConfig, check_settings
 
     run = Run.from_context()
     fields = RunConfig.__dataclass_fields__
     chosen = {k: v for k, v in options.items() if k in fields and k not in ("seed", "device")}
     cfg = RunConfig(task=task, **chosen, seed=run.seed, device=run.device())
+    check_settings(cfg, cfg.width * (seq if task == "charlm" else 1))  # before torch and the data are loaded
+
+    import pandas as pd
+    import torch
+
+    from methodkit.core import io
+    from methodkit.tools.clapping.pipeline import simulate
+
     data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
     folder = run.output
     if folder == "-":
@@ -248,10 +252,7 @@ def run_cmd(
         raise click.UsageError(f"--resume: no checkpoint in {Path(folder) / 'ckpt'}")
     if not resume and Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
         raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite (or --resume)")
-    from methodkit.tools.clapping.tasks import partition
-
-    cfg.validate(len(data.x_train))  # bad settings fail before anything is created
-    partition(cfg.blocks, cfg.stages)
+    cfg.validate(len(data.x_train))  # --batch against the rows; nothing is created before this
     torch.set_num_threads(1)
     Path(folder).mkdir(parents=True, exist_ok=True)
     with run.progress() as progress:
