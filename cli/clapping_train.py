@@ -82,13 +82,15 @@ def main():
 
 def _data(run: Run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, seed):
     from methodkit.core import datasets as registry
-    from methodkit.tools.clapping import tasks
+    from methodkit.core.io import require_columns
 
     split = [c for c in (categorical or "").split(",") if c]
     if task == "digits":
         if input != "-":
             run.input_bytes(input)  # a missing file is reported as such first
             raise click.UsageError("--task digits reads scikit-learn's digits; INPUT is for mlp-csv and charlm")
+        from methodkit.tools.clapping import tasks
+
         return tasks.digits_data(seed)
     if task == "mlp-csv":
         if input == "-" and dataset:
@@ -97,15 +99,18 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
             frame = run.read_table(input)
         if not target:
             raise click.UsageError("--task mlp-csv needs --target COLUMN")
+        require_columns(frame, [target, *split], flag="--target/--categorical")  # before torch is imported
         if columns:
             keep = [c for c in columns.split(",") if c]
-            from methodkit.core.io import require_columns
-
             require_columns(frame, keep + [target], flag="--columns")
             source = frame.attrs.get("source")
             frame = frame[keep + [target]]
             frame.attrs["source"] = source
+        from methodkit.tools.clapping import tasks
+
         return tasks.table_data(frame, target, split, seed, dropna=dropna)
+    from methodkit.tools.clapping import tasks
+
     if input == "-" and not dataset:
         text = tasks.gensim_corpus_text(text_chars)
     else:
@@ -237,6 +242,7 @@ def run_cmd(
     chosen = {k: v for k, v in options.items() if k in fields and k not in ("seed", "device")}
     cfg = RunConfig(task=task, **chosen, seed=run.seed, device=run.device())
     check_settings(cfg, cfg.width * (seq if task == "charlm" else 1))  # before torch and the data are loaded
+    data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
 
     import pandas as pd
     import torch
@@ -244,7 +250,6 @@ def run_cmd(
     from methodkit.core import io
     from methodkit.tools.clapping.pipeline import simulate
 
-    data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the run folder with -o DIR")
