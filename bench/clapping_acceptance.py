@@ -1,7 +1,7 @@
 """Acceptance runs of clapping-train (issue 12, D1 charlm, D2 flights, D5 stage scaling), at CPU size.
 
-    python -P bench/clapping_acceptance.py grid d1|d2|d5            # the lr rule, on seed 0
-    python -P bench/clapping_acceptance.py d1|d2|d5 [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
+    python -P bench/clapping_acceptance.py grid d1|d2|d2d|d5|d5c    # the lr rule, on seed 0
+    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
     python -P bench/clapping_acceptance.py gloo d1|d2|d5   # the Clapping run of seed 0 as P = 4 processes
     python -P bench/clapping_acceptance.py report          # tables and verdicts from the recorded rows
 
