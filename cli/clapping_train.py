@@ -82,13 +82,15 @@ def main():
 
 def _data(run: Run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, seed):
     from methodkit.core import datasets as registry
-    from methodkit.tools.clapping import tasks
+    from methodkit.core.io import require_columns
 
     split = [c for c in (categorical or "").split(",") if c]
     if task == "digits":
         if input != "-":
             run.input_bytes(input)  # a missing file is reported as such first
             raise click.UsageError("--task digits reads scikit-learn's digits; INPUT is for mlp-csv and charlm")
+        from methodkit.tools.clapping import tasks
+
         return tasks.digits_data(seed)
     if task == "mlp-csv":
         if input == "-" and dataset:
@@ -97,15 +99,18 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
             frame = run.read_table(input)
         if not target:
             raise click.UsageError("--task mlp-csv needs --target COLUMN")
+        require_columns(frame, [target, *split], flag="--target/--categorical")  # before torch is imported
         if columns:
             keep = [c for c in columns.split(",") if c]
-            from methodkit.core.io import require_columns
-
             require_columns(frame, keep + [target], flag="--columns")
             source = frame.attrs.get("source")
             frame = frame[keep + [target]]
             frame.attrs["source"] = source
+        from methodkit.tools.clapping import tasks
+
         return tasks.table_data(frame, target, split, seed, dropna=dropna)
+    from methodkit.tools.clapping import tasks
+
     if input == "-" and not dataset:
         text = tasks.gensim_corpus_text(text_chars)
     else:
@@ -230,17 +235,21 @@ def run_cmd(
     """
     from pathlib import Path
 
-    import pandas as pd
-    import torch
-
-    from methodkit.core import io
-    from methodkit.tools.clapping.pipeline import RunConfig, simulate
+    from methodkit.tools.clapping.config import RunConfig, check_settings
 
     run = Run.from_context()
     fields = RunConfig.__dataclass_fields__
     chosen = {k: v for k, v in options.items() if k in fields and k not in ("seed", "device")}
     cfg = RunConfig(task=task, **chosen, seed=run.seed, device=run.device())
+    check_settings(cfg, cfg.width * (seq if task == "charlm" else 1))  # before torch and the data are loaded
     data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
+
+    import pandas as pd
+    import torch
+
+    from methodkit.core import io
+    from methodkit.tools.clapping.pipeline import simulate
+
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the run folder with -o DIR")
@@ -248,10 +257,7 @@ def run_cmd(
         raise click.UsageError(f"--resume: no checkpoint in {Path(folder) / 'ckpt'}")
     if not resume and Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
         raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite (or --resume)")
-    from methodkit.tools.clapping.tasks import partition
-
-    cfg.validate(len(data.x_train))  # bad settings fail before anything is created
-    partition(cfg.blocks, cfg.stages)
+    cfg.validate(len(data.x_train))  # --batch against the rows; nothing is created before this
     torch.set_num_threads(1)
     Path(folder).mkdir(parents=True, exist_ok=True)
     with run.progress() as progress:

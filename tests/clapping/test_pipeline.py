@@ -118,3 +118,31 @@ def test_table_column_constant_on_training_rows_stays_finite_and_small():
     assert data.x_val.shape[1] == 3  # x, city_a, city_b
     assert np.abs(data.x_val).max() < 10  # the one-hot seen only in validation is not divided by ~0
     assert np.abs(data.x_train[:, 1:]).max() == 0  # constant on training rows: centred to 0
+
+
+def test_digits_read_from_the_wheel_file_equal_sklearns_loader():
+    from sklearn.datasets import load_digits
+
+    x, y = tasks.load_digits_arrays()
+    want_x, want_y = load_digits(return_X_y=True)
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_array_equal(y, want_y)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"stages": 9}, "--stages 9: the model has 4 blocks; use 1..4"),
+        ({"compressor": "quant:3"}, "quant bits must be one of (1, 2, 4, 8), got 3"),
+        ({"grad_compressor": "topk"}, "--compressor: cannot read 'topk'"),
+        ({"reuse": 0}, "--reuse must be at least 1, got 0"),
+    ],
+)
+def test_settings_are_checked_without_the_data(change, message):
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.clapping.config import check_settings
+
+    with pytest.raises(UsageError) as info:
+        check_settings(RunConfig(**change), 128)
+    assert message in str(info.value)
+    check_settings(RunConfig(), 128)  # the defaults pass

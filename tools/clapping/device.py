@@ -20,8 +20,7 @@ import numpy as np
 
 from methodkit.core import compress
 from methodkit.tools.clapping import gpu_kernels
-
-DEVICES = ("cpu", "cuda", "mirror")
+from methodkit.tools.clapping.config import DEVICES  # noqa: F401  (re-exported)
 
 
 @dataclass

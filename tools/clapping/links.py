@@ -22,8 +22,8 @@ import numpy as np
 from methodkit.core import compress
 from methodkit.core.errors import UsageError
 from methodkit.tools.clapping import device as devices
+from methodkit.tools.clapping.config import ALGOS
 
-ALGOS = ("none", "naive", "ef-step", "aqsgd", "clapping-fu", "clapping-fc")
 IDENTITY = "identity"
 
 

@@ -17,59 +17,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from methodkit.core.errors import RunFailure, UsageError
+from methodkit.core.errors import RunFailure
 from methodkit.core.train import batch_indices
 from methodkit.tools.clapping import device as devices
 from methodkit.tools.clapping import tasks
-from methodkit.tools.clapping.links import ALGOS, LinkEnd, payload_bytes
-
-
-@dataclass
-class RunConfig:
-    task: str = "digits"
-    stages: int = 4
-    algo: str = "clapping-fu"
-    compressor: str = "topk:0.05"
-    grad_compressor: str | None = None  # default: same as compressor
-    reuse: int = 4
-    steps: int = 400
-    batch: int = 64
-    microbatches: int = 1
-    lr: float = 0.05
-    beta: float = 0.9
-    nesterov: bool = False
-    warmup: int = 0  # linear lr warm-up over the first N steps (0: none)
-    clip: float = 0.0  # clip the gradient norm over all stages' parameters (0: none)
-    device: str = "cpu"  # cpu | cuda | mirror (the cuda code path on the CPU, for tests): see device.py
-    seed: int = 0
-    aqsgd_warm: str = "full"
-    fc_init: str = "zero"
-    width: int = 128
-    blocks: int = 4
-    log_every: int = 20
-
-    def validate(self, n_train: int) -> None:
-        if self.algo not in ALGOS:
-            raise UsageError(f"--algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
-        if self.reuse < 1:
-            raise UsageError(f"--reuse must be at least 1, got {self.reuse}")
-        if self.steps < 1:
-            raise UsageError(f"--steps must be at least 1, got {self.steps}")
-        if self.batch % self.microbatches:
-            raise UsageError(f"--batch {self.batch} is not divisible by --microbatches {self.microbatches}")
-        if self.batch > n_train:
-            raise UsageError(f"--batch {self.batch} is larger than the {n_train} training rows")
-        if self.device not in devices.DEVICES:
-            raise UsageError(f"--device must be one of {', '.join(devices.DEVICES)}, got {self.device!r}")
-        if self.warmup < 0 or self.clip < 0:
-            raise UsageError(f"--warmup and --clip must be >= 0, got {self.warmup} and {self.clip}")
-        if not 0 <= self.beta < 1:
-            raise UsageError(f"--beta must be in [0, 1), got {self.beta}")
-        if self.aqsgd_warm not in ("full", "compressed") or self.fc_init not in ("zero", "prev"):
-            raise UsageError("--aqsgd-warm is full|compressed and --fc-init is zero|prev")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+from methodkit.tools.clapping.config import RunConfig
+from methodkit.tools.clapping.links import LinkEnd, payload_bytes
 
 
 def learning_rate(cfg: RunConfig, t: int) -> float:

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from methodkit.core.errors import DataError, UsageError
+from methodkit.core.errors import DataError
+from methodkit.tools.clapping.config import partition
 
 TASKS = ("digits", "mlp-csv", "charlm")
 
@@ -79,14 +80,6 @@ def charlm_blocks(vocab: int, seq: int, d: int, n_blocks: int) -> list[nn.Module
     return out
 
 
-def partition(n_blocks: int, stages: int) -> list[range]:
-    """Contiguous, as equal as possible: stage p gets blocks bounds[p]..bounds[p+1]."""
-    if not 1 <= stages <= n_blocks:
-        raise UsageError(f"--stages {stages}: the model has {n_blocks} blocks; use 1..{n_blocks}")
-    bounds = np.linspace(0, n_blocks, stages + 1).round().astype(int)
-    return [range(bounds[p], bounds[p + 1]) for p in range(stages)]
-
-
 def build_stages(task: str, data: Dataset, stages: int, *, width: int, n_blocks: int, seed: int) -> list[nn.Module]:
     torch.manual_seed(seed)
     if task == "charlm":
@@ -112,10 +105,26 @@ def loss_and_metric(kind: str, output: torch.Tensor, target: torch.Tensor) -> tu
 # ---------------------------------------------------------------- data
 
 
-def digits_data(seed: int) -> Dataset:
-    from sklearn.datasets import load_digits
+def load_digits_arrays() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's digits (1,797 x 64, labels 0-9), read from the CSV file its wheel ships, as
+    load_digits reads it, without importing sklearn (its import costs a CLI run about a second of CPU)."""
+    import importlib.util
+    from pathlib import Path
 
-    x, y = load_digits(return_X_y=True)
+    spec = importlib.util.find_spec("sklearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError("--task digits needs the package scikit-learn; pip install 'methodkit[clapping]'")
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / "digits.csv.gz"
+    if not path.exists():  # a future layout: fall back to the public loader
+        from sklearn.datasets import load_digits
+
+        return load_digits(return_X_y=True)
+    table = np.loadtxt(path, delimiter=",")
+    return table[:, :-1], table[:, -1].astype(int)
+
+
+def digits_data(seed: int) -> Dataset:
+    x, y = load_digits_arrays()
     order = np.random.default_rng(seed).permutation(len(x))
     x = (x[order] / 16.0).astype(np.float32)
     y = y[order].astype(np.int64)

@@ -1,0 +1,81 @@
+"""The run configuration and the checks that need neither torch nor the data (the executable runs
+them before its heavy imports, so a bad flag fails in well under a second)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from methodkit.core.errors import UsageError
+
+ALGOS = ("none", "naive", "ef-step", "aqsgd", "clapping-fu", "clapping-fc")
+DEVICES = ("cpu", "cuda", "mirror")
+
+
+def partition(n_blocks: int, stages: int) -> list[range]:
+    """Contiguous, as equal as possible: stage p gets blocks bounds[p]..bounds[p+1]."""
+    if not 1 <= stages <= n_blocks:
+        raise UsageError(f"--stages {stages}: the model has {n_blocks} blocks; use 1..{n_blocks}")
+    bounds = np.linspace(0, n_blocks, stages + 1).round().astype(int)
+    return [range(bounds[p], bounds[p + 1]) for p in range(stages)]
+
+
+@dataclass
+class RunConfig:
+    task: str = "digits"
+    stages: int = 4
+    algo: str = "clapping-fu"
+    compressor: str = "topk:0.05"
+    grad_compressor: str | None = None  # default: same as compressor
+    reuse: int = 4
+    steps: int = 400
+    batch: int = 64
+    microbatches: int = 1
+    lr: float = 0.05
+    beta: float = 0.9
+    nesterov: bool = False
+    warmup: int = 0  # linear lr warm-up over the first N steps (0: none)
+    clip: float = 0.0  # clip the gradient norm over all stages' parameters (0: none)
+    device: str = "cpu"  # cpu | cuda | mirror (the cuda code path on the CPU, for tests): see device.py
+    seed: int = 0
+    aqsgd_warm: str = "full"
+    fc_init: str = "zero"
+    width: int = 128
+    blocks: int = 4
+    log_every: int = 20
+
+    def validate(self, n_train: int | None = None) -> None:
+        """Fail on bad settings with a one-line UsageError; n_train (when known) bounds --batch."""
+        if n_train is not None and self.batch > n_train:
+            raise UsageError(f"--batch {self.batch} is larger than the {n_train} training rows")
+        if self.algo not in ALGOS:
+            raise UsageError(f"--algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
+        if self.reuse < 1:
+            raise UsageError(f"--reuse must be at least 1, got {self.reuse}")
+        if self.steps < 1:
+            raise UsageError(f"--steps must be at least 1, got {self.steps}")
+        if self.batch % self.microbatches:
+            raise UsageError(f"--batch {self.batch} is not divisible by --microbatches {self.microbatches}")
+        if self.device not in DEVICES:
+            raise UsageError(f"--device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.warmup < 0 or self.clip < 0:
+            raise UsageError(f"--warmup and --clip must be >= 0, got {self.warmup} and {self.clip}")
+        if not 0 <= self.beta < 1:
+            raise UsageError(f"--beta must be in [0, 1), got {self.beta}")
+        if self.aqsgd_warm not in ("full", "compressed") or self.fc_init not in ("zero", "prev"):
+            raise UsageError("--aqsgd-warm is full|compressed and --fc-init is zero|prev")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_settings(cfg: RunConfig, link_width: int) -> None:
+    """Everything about cfg that can be checked before the data and the model exist: the settings, the
+    stage partition and both compressor specs (built for rows of the links' width)."""
+    from methodkit.core import compress
+
+    cfg.validate()
+    partition(cfg.blocks, cfg.stages)
+    for spec in (cfg.compressor, cfg.grad_compressor or cfg.compressor):
+        compress.parse(spec, link_width)
