@@ -197,6 +197,7 @@ def poison_cmd(
     from methodkit.tools.dar.poison import poison, resolve_budget
 
     run = Run.from_context()
+    _refuse_existing_output(run)
     x, y, _ = _images(run, input, dataset, split, limit)
     rule = _rule(run, rules_path, rule_index)
     result = poison(x, y, rule, target, resolve_budget(budget, len(x)), _classes(y, classes))
@@ -271,7 +272,16 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     --backbone torchscript:PATH trains only a linear head on a frozen user-supplied encoder
     (torch.jit.save'd, taking (N, 1, H, W) normalised images; the issue's CPU stand-in for CLIP
     prompt tuning, whose weights cannot be had offline). The sidecar records the encoder's path
-    and SHA-256; loading refuses an encoder that changed. CoOp prompt heads are not provided.
+    and SHA-256; loading refuses an encoder that changed.
+
+    CoOp prompt heads (the issue's --head coop) are not provided: CoOp learns context token vectors
+    that, with each class name's token embeddings, go through a frozen TEXT encoder whose outputs
+    are the class weights, compared (cosine) with the image encoder's features. It needs an image
+    encoder and a text encoder trained jointly (CLIP), the tokenizer and the token-embedding table.
+    None can be had offline here: the PyPI wheels clip-anytorch 2.6.0 and open-clip-torch 3.3.0
+    (1.4 and 1.5 MB) ship the model code and the BPE vocabulary only, their weights are downloaded
+    at run time; no Debian package carries CLIP weights. A text encoder not trained with the image
+    encoder would make the class weights a random projection of the prompt, so no stand-in is offered.
     """
     import os
 
@@ -327,9 +337,10 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
         raise UsageError("--trigger rule needs --rules PATH")
     if not model_path:
         raise UsageError("--model MODEL is required (a model from train)")
+    classes = victim.read_config(model_path)["classes"]  # checked before torch is loaded
+    if not 0 <= target < classes:
+        raise UsageError(f"--target {target} is not a class (the model has {classes})")
     model = victim.load(model_path)
-    if not 0 <= target < model.config["classes"]:
-        raise UsageError(f"--target {target} is not a class (the model has {model.config['classes']})")
     rule = _rule(run, rules_path, rule_index) if trigger == "rule" else trigger
     result = evaluate(model, x, y, rule, target, kappa, blend)
     run.emit_result(result)
@@ -382,7 +393,8 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
     channels masked while clean accuracy drops < 5 pts, then FT); ss adds ss_recall (share of
     the relabelled images among the top 1.5 x budget Spectral Signatures scores of their class)
     to the teacher row. --kd-data N distils on N further clean train images instead of the
-    poisoned ones. --seed S --seeds N runs seeds S..S+N-1 (one process per seed in parallel).
+    poisoned ones. --seed S --seeds N runs seeds S..S+N-1, one after another (to use several
+    cores, start one process per seed with --seed S --seeds 1).
     --batch-size matters at small scale: with 128 and a few epochs even BadNets
     does not implant (see the README). --alpha 0.9,1.0,0.5 distils one student per KD weight
     (rows carry an alpha column); --augment crop2,flip trains teachers and students with random
@@ -393,14 +405,9 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
     teacher and students are evaluated), so a stopped run keeps them; the file is removed once
     FILE is written.
     """
-    import pandas as pd
-
+    # options are checked before the data and torch are loaded: a typo fails in a fraction of a second
     from methodkit.core.errors import UsageError
-    from methodkit.tools.dar import data
-    from methodkit.tools.dar.discover import DiscoverConfig
-    from methodkit.tools.dar.pipeline import METHODS, RunConfig, run
-    from methodkit.tools.dar.poison import resolve_budget
-    from methodkit.tools.dar.victim import VictimConfig
+    from methodkit.tools.dar.choices import DEFENSES, METHODS
 
     r = Run.from_context()
     r.threads()
@@ -416,15 +423,23 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
         raise UsageError(
             f"--methods: unknown {', '.join(sorted(set(chosen) - set(METHODS)))} (known: {', '.join(METHODS)})"
         )
-    from methodkit.tools.dar.defenses import DEFENSES
-
     chosen_defenses = tuple(d for d in defenses.split(",") if d)
     if set(chosen_defenses) - set(DEFENSES):
         raise UsageError(f"--defenses: unknown {', '.join(sorted(set(chosen_defenses) - set(DEFENSES)))} "
                          f"(known: {', '.join(DEFENSES)})")  # fmt: skip
+    _refuse_existing_output(r)
+    from methodkit.tools.dar import data
+
     x, y = data.load(dataset, "train", limit + kd_data)
     if len(x) < limit + kd_data:
         raise UsageError(f"--limit {limit} + --kd-data {kd_data} exceeds the {len(x)} train images of {dataset}")
+    import pandas as pd
+
+    from methodkit.tools.dar.discover import DiscoverConfig
+    from methodkit.tools.dar.pipeline import RunConfig, run
+    from methodkit.tools.dar.poison import resolve_budget
+    from methodkit.tools.dar.victim import VictimConfig
+
     kd = (x[limit:], y[limit:]) if kd_data else None
     x, y = x[:limit], y[:limit]
     xt, yt = data.load(dataset, "test", test_limit)
@@ -467,13 +482,18 @@ class _PartialRows:
             os.remove(self.path)
 
 
-def _partial_rows(run: Run):
+def _refuse_existing_output(run: Run) -> None:
+    """An existing OUTPUT without --force is refused before hours of training, not after."""
     import os
 
     from methodkit.core.errors import UsageError
 
+    if run.output != "-" and os.path.exists(run.output) and not run.force:
+        raise UsageError(f"{run.output} exists; pass --force to overwrite")
+
+
+def _partial_rows(run: Run):
     if run.output == "-":
         return None
-    if os.path.exists(run.output) and not run.force:  # refuse before hours of training, not after
-        raise UsageError(f"{run.output} exists; pass --force to overwrite")
+    _refuse_existing_output(run)
     return _PartialRows(run.output + ".partial.jsonl")

@@ -34,20 +34,27 @@ def test_help(run_cli):
         assert verb in proc.stdout.decode()
 
 
-def test_discover_stdin_stdout_and_same_bytes(run_cli, work):
-    a = run_cli(
-        ["dar-backdoor", "discover", "--budget", "15", "--top", "3", "-q"], input=(work / "train.npz").read_bytes()
-    )
-    b = _discover(run_cli, work)
-    c = _discover(run_cli, work)
-    assert a.returncode == 0 and b.stdout == c.stdout
-    rules = [json.loads(line) for line in b.stdout.decode().splitlines()]
-    assert len(rules) == 3 and all(r["op"] == "spatial" and r["entropy"] >= 0.5 for r in rules)
+@pytest.fixture(scope="module")
+def rules(work):
+    """Rules written by discover reading a file (the stdin test checks that reading stdin gives the same bytes)."""
+    from tests.conftest import _run
+
+    proc = _discover(_run, work)
+    assert proc.returncode == 0, proc.stderr
+    (work / "rules.jsonl").write_bytes(proc.stdout)
+    return work / "rules.jsonl"
 
 
-def test_pipeline_poison_train_eval(run_cli, shell, work, one_line_error):
-    rules = work / "rules.jsonl"
-    rules.write_bytes(_discover(run_cli, work).stdout)
+def test_discover_stdin_stdout_and_same_bytes(run_cli, work, rules):
+    # a second process reading stdin writes the same bytes as the first reading the file: same input, same bytes
+    a = run_cli(["dar-backdoor", "discover", "--budget", "15", "--rank", "entropy", "--top", "3", "-q"],
+                input=(work / "train.npz").read_bytes())  # fmt: skip
+    assert a.returncode == 0 and a.stdout == rules.read_bytes()
+    found = [json.loads(line) for line in a.stdout.decode().splitlines()]
+    assert len(found) == 3 and all(r["op"] == "spatial" and r["entropy"] >= 0.5 for r in found)
+
+
+def test_pipeline_poison_train_eval(run_cli, shell, work, rules, one_line_error):
     out, manifest, labels = work / "p.csv", work / "p.json", work / "y.npy"
     proc = run_cli(["dar-backdoor", "poison", work / "train.npz", "--rules", rules, "--budget", "15",
                     "--manifest", manifest, "--labels-out", labels, "-o", out])  # fmt: skip
@@ -63,21 +70,20 @@ def test_pipeline_poison_train_eval(run_cli, shell, work, one_line_error):
     proc = run_cli(["dar-backdoor", "train", work / "train.npz", "--labels", labels, "--arch", "cnn-xs",
                     "--width", "2", "--epochs", "0.3", "-q", "-o", model])  # fmt: skip
     assert proc.returncode == 0 and model.exists() and (work / "m.json").exists()
-    proc = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules])
-    metrics = json.loads(proc.stdout)
-    assert {"c_acc", "asr", "r_acc", "natural_trigger_rate", "per_class_asr"} <= set(metrics)
+    # the metrics line is printed before the gate's verdict (exit 3 when the ASR is below it)
     gate = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules,
                     "--fail-below-asr", "1.01"])  # fmt: skip
     assert gate.returncode == 3 and b"below --fail-below-asr" in gate.stderr
+    metrics = json.loads(gate.stdout)
+    assert {"c_acc", "asr", "r_acc", "natural_trigger_rate", "per_class_asr"} <= set(metrics)
+    assert metrics["asr"] < 1.01
     bad = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules, "--target", "12"])
     one_line_error(bad, "dar-backdoor", "--target 12 is not a class")
     quiet = shell(f"dar-backdoor poison {work / 'train.npz'} --rules {rules} | head -1")
     assert quiet.returncode == 0 and quiet.stderr == b"" and quiet.stdout == b"index,old_label,new_label\n"
 
 
-def test_apply_writes_triggered_npz(run_cli, work):
-    rules = work / "rules2.jsonl"
-    rules.write_bytes(_discover(run_cli, work).stdout)
+def test_apply_writes_triggered_npz(run_cli, work, rules):
     out = work / "a.npz"
     proc = run_cli(["dar-backdoor", "apply", work / "test.npz", "--rules", rules, "-o", out])
     assert proc.returncode == 0

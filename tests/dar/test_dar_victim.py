@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from methodkit.tools.dar import data, victim
+from methodkit.tools.dar.evaluate import evaluate
 
 
 def _interrupt_at(step):
@@ -86,8 +87,8 @@ def test_torchscript_backbone_trains_only_the_head(tmp_path, run_cli, one_line_e
     assert set(k for k in tensors if k.startswith("head.")) == {"head.weight", "head.bias"}
     model = victim.load(out)
     assert model.predict(x[:10]).shape == (10,)
-    proc = run_cli(["dar-backdoor", "eval", tmp_path / "train.npz", "--model", out, "--trigger", "badnets"])
-    assert proc.returncode == 0 and "asr" in json.loads(proc.stdout)
+    # eval's path (victim.load -> evaluate), in-process: the CLI eval is tested on cnn models
+    assert 0 <= evaluate(model, x, y, "badnets", 0)["asr"] <= 1
     path.write_bytes(b"not torchscript")
     proc = run_cli(["dar-backdoor", "train", tmp_path / "train.npz", "--backbone", f"torchscript:{path}",
                     "-o", tmp_path / "n.safetensors"])  # fmt: skip

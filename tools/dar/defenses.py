@@ -19,9 +19,8 @@ import numpy as np
 
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.core.train import TrainConfig, train
+from methodkit.tools.dar.choices import DEFENSES  # noqa: F401 (re-exported)
 from methodkit.tools.dar.victim import Model, _tensor
-
-DEFENSES = ("ft", "fp", "ss")
 
 
 @dataclass

@@ -305,8 +305,9 @@ def discover(
         )
     sample = (held_out if held_out is not None else x)[: cfg.cost_images]
     z_of = _subspace_coordinates(x)
+    sample_dct = dct2(sample / 255.0) if cfg.op == "frequency" else None
     for i, rule in enumerate(passed):
-        moved = apply(sample, rule, cfg.kappa)
+        moved = apply(sample, rule, cfg.kappa, dct=sample_dct)
         rule.cost = float(np.linalg.norm((moved.astype(np.float64) - sample) / 255.0, axis=(1, 2)).mean())
         d = distance(z_of(rule), rule)
         rule.near = int(((d > 1e-9) & (d < cfg.isolation_margin())).sum())

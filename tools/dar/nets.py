@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-ARCHS = ("cnn-s", "cnn-xs", "resnet8")
+from methodkit.tools.dar.choices import ARCHS  # noqa: F401 (re-exported)
 
 
 class CnnS(nn.Module):

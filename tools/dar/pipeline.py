@@ -14,11 +14,10 @@ import numpy as np
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.dar import defenses as defending
 from methodkit.tools.dar import poison as poisoning
+from methodkit.tools.dar.choices import METHODS
 from methodkit.tools.dar.discover import DiscoverConfig, discover
 from methodkit.tools.dar.evaluate import evaluate
 from methodkit.tools.dar.victim import VictimConfig, fit
-
-METHODS = ("clean", "dar", "badnets", "blended", "random")
 
 
 @dataclass

@@ -154,11 +154,18 @@ def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
     return ((z >= lo) & (z < hi)).all(axis=1)
 
 
-def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) -> np.ndarray:
-    """T_kappa of every image (uint8 out), changing only the rule's subspace; `blend` < 1 is partial."""
+def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0, dct=None) -> np.ndarray:
+    """T_kappa of every image (uint8 out), changing only the rule's subspace; `blend` < 1 is partial.
+    `dct`: the images' DCT-II (of x / 255) when the caller has it (frequency rules; `discover` prices
+    every candidate on the same images, so it transforms them once instead of twice per rule)."""
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
     centre, half = (lo + hi) / 2, (hi - lo) / 2
-    z = coordinates(x_u8, rule)
+    if rule.op == "frequency" and rule.shape == "box":
+        coeffs = dct2(x_u8 / 255.0) if dct is None else dct.copy()
+        values = np.stack([coeffs[:, u, v] for u, v in rule.coeffs], axis=1)
+        z = (values - np.asarray(rule.mean)) / np.asarray(rule.sd)
+    else:
+        z = coordinates(x_u8, rule)
     if rule.shape == "ball":
         centre = np.asarray(rule.centre)
         norm = np.maximum(np.linalg.norm(z - centre, axis=1, keepdims=True), 1e-12)
@@ -175,7 +182,7 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0) 
         r, c, w = rule.window
         out[:, r : r + w, c : c + w] = target.reshape(-1, w, w)
     else:
-        coeffs = dct2(out)
+        coeffs = coeffs if rule.shape == "box" else dct2(out)
         for j, (u, v) in enumerate(rule.coeffs):
             coeffs[:, u, v] = target[:, j] * rule.sd[j] + rule.mean[j]
         out = idct2(coeffs)

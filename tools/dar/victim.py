@@ -20,7 +20,7 @@ from methodkit.core.backend import DEVICES
 from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.core.train import TrainConfig, train
-from methodkit.tools.dar import nets
+from methodkit.tools.dar.choices import ARCHS
 
 
 @dataclass
@@ -39,8 +39,8 @@ class VictimConfig:
     backbone: str = ""  # torchscript:PATH -> frozen encoder + linear head (arch and width then unused)
 
     def check(self) -> None:
-        if self.arch not in nets.ARCHS:
-            raise UsageError(f"--arch must be one of {', '.join(nets.ARCHS)}, got {self.arch!r}")
+        if self.arch not in ARCHS:
+            raise UsageError(f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
         if self.epochs <= 0 or self.width <= 0:
             raise UsageError("--epochs and --width must be positive")
         if not 0 <= self.alpha <= 1 or self.temperature <= 0:
@@ -112,7 +112,8 @@ def _tensor(x_u8: np.ndarray, config: dict):
     return (x - config["mean"]) / config["std"]
 
 
-def load(path: str | os.PathLike) -> Model:
+def read_config(path: str | os.PathLike) -> dict:
+    """The model's sidecar config (arch, width, side, classes, ...), read without loading torch."""
     import json
 
     side = checkpoint.sidecar_path(path)
@@ -120,10 +121,17 @@ def load(path: str | os.PathLike) -> Model:
         raise DataError(f"{path}: sidecar {os.path.basename(side)} is missing")
     try:
         config = json.loads(open(side).read())["config"]
-        spec = _spec(config)
+        _spec(config)
     except (KeyError, ValueError, TypeError):
         raise DataError(f"{side}: not a dar-backdoor model sidecar (needs config.arch/width/side/classes)") from None
-    tensors, _ = checkpoint.load(path, expected_spec=spec)
+    return config
+
+
+def load(path: str | os.PathLike) -> Model:
+    from methodkit.tools.dar import nets
+
+    config = read_config(path)
+    tensors, _ = checkpoint.load(path, expected_spec=_spec(config))
     if config["arch"] == "torchscript":
         encoder, features, where, digest = nets.load_backbone(f"torchscript:{config['backbone']}", config["side"])
         if digest != config.get("backbone_sha256"):
@@ -166,6 +174,8 @@ def fit(
     reached there (sidecar "partial_step") before the exception goes on."""
     import torch
     import torch.nn.functional as F
+
+    from methodkit.tools.dar import nets
 
     cfg.check()
     if teacher is not None and teacher.config["classes"] != classes:
