@@ -1,7 +1,7 @@
 """Acceptance runs of clapping-train (issue 12, D1 charlm, D2 flights, D5 stage scaling), at CPU size.
 
-    python -P bench/clapping_acceptance.py grid d1|d2|d2d|d5|d5c    # the lr rule, on seed 0
-    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
+    python -P bench/clapping_acceptance.py grid d1|d2|d2d|d2d1|d5|d5c    # the lr rule, on seed 0
+    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d2d1|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
     python -P bench/clapping_acceptance.py gloo d1|d2|d5   # the Clapping run of seed 0 as P = 4 processes
     python -P bench/clapping_acceptance.py report          # tables and verdicts from the recorded rows
 
@@ -19,6 +19,7 @@ Sizes (smaller than the issue's so the three fit ~30 CPU-minutes on the shared 2
       distance + carrier/origin/dest one-hot; one pass at R = 4: 4 x 421 = 1,684 steps, batch 64,
       2-bit stochastic quantisation
   d2d d2 with the date (month-day) and hour one-hot, 60,000 rows, one pass at R = 4 (see d2d_runs)
+  d2d1 d2d with every method at R = 1 and one pass: 819 steps (see d2d1_runs)
   d5  digits, the same 6-block MLP cut into P = 2, 4, 6 stages, top-k 5%, 400 steps
   d5c D5 on d1's task: one 6-block char transformer (width 128) cut into P = 2, 4, 6 stages, otherwise
       d1's setting (batch 32, top-k 5% both ways, R = 4, 108 steps); lr by the rule on this model
@@ -99,6 +100,17 @@ def d2d_runs(seed):
     base = dict(task="mlp-csv", stages=4, compressor="quant:2", batch=64, steps=steps, seed=seed, **schedule(steps))
     algos = [("none", 1), ("none", 4), ("naive", 1), ("clapping-fc", 4), ("clapping-fu", 4)]
     return data, [dict(base, algo=a, reuse=r) for a, r in algos]
+
+
+def d2d1_runs(seed):
+    """d2d with every method at R = 1 and one pass (each training row drawn once, the same steps for
+    all): isolates D2's 2-bit messages from minibatch reuse. At R = 1 every step starts a round, so
+    clapping-fu sends exactly (= none) and clapping-fc compresses against a zero reference (= naive)."""
+    data, configs = d2d_runs(seed)
+    steps = len(data.x_train) // 64
+    algos = ("none", "naive", "clapping-fc", "clapping-fu")
+    base = {k: v for k, v in configs[0].items() if k not in ("algo", "reuse")}
+    return data, [dict(base, algo=a, reuse=1, steps=steps, **schedule(steps)) for a in algos]
 
 
 def d5_runs(seed):
@@ -227,7 +239,14 @@ def scaling_gaps(table) -> None:
 def report(path: str) -> int:
     """Markdown tables (per seed, mean) and the issue's D1/D2/D4/D5 verdicts from the recorded rows."""
     rows = [json.loads(line) for line in open(path)]
-    experiments = (("d1", "val_loss"), ("d1e", "val_loss"), ("d2", "rmse"), ("d2d", "rmse"), ("d5", "val_loss"))
+    experiments = (
+        ("d1", "val_loss"),
+        ("d1e", "val_loss"),
+        ("d2", "rmse"),
+        ("d2d", "rmse"),
+        ("d2d1", "rmse"),
+        ("d5", "val_loss"),
+    )
     for experiment, metric in (*experiments, ("d5c", "val_loss")):
         table = _table(rows, experiment, metric)
         if not table:
@@ -262,9 +281,12 @@ def report(path: str) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("experiment", choices=["d1", "d1e", "d2", "d5", "d5c", "d2d", "grid", "gloo", "report"])
+    parser.add_argument("experiment", choices=["d1", "d1e", "d2", "d5", "d5c", "d2d", "d2d1", "grid", "gloo", "report"])
     parser.add_argument(
-        "grid_of", nargs="?", choices=["d1", "d2", "d2d", "d5", "d5c"], help="grid: the experiment to pick the lr for"
+        "grid_of",
+        nargs="?",
+        choices=["d1", "d2", "d2d", "d2d1", "d5", "d5c"],
+        help="grid: the experiment to pick the lr for",
     )
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--out", default="bench/clapping_acceptance.jsonl")
@@ -275,7 +297,15 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, help="run only this many configurations after --skip")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    builders = {"d1": d1_runs, "d1e": d1e_runs, "d2": d2_runs, "d5": d5_runs, "d5c": d5c_runs, "d2d": d2d_runs}
+    builders = {
+        "d1": d1_runs,
+        "d1e": d1e_runs,
+        "d2": d2_runs,
+        "d5": d5_runs,
+        "d5c": d5c_runs,
+        "d2d": d2d_runs,
+        "d2d1": d2d1_runs,
+    }
     if args.experiment == "report":
         return report(args.out)
     if args.experiment == "gloo":
