@@ -359,6 +359,9 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 @click.option("--components", type=click.IntRange(min=1), default=16, show_default=True,
               help="Whitened: band principal directions searched.")  # fmt: skip
 @click.option("--kappa", type=float, default=0.5, show_default=True, help="DAR operator strength (0: cell centre).")
+@click.option("--operator", type=click.Choice(["coordinate", "band-carrier"]), default="coordinate", show_default=True,
+              help="Test-time operator: T_kappa on the rule's coordinates, or (whitened rules) band-carrier: all "
+              "--components band coordinates set to the nearest target-labelled carrier's.")  # fmt: skip
 @click.option("--window", type=click.IntRange(min=1), default=3, show_default=True, help="Spatial window side w.")
 @click.option("--scale", type=click.IntRange(min=1), default=1, show_default=True, help="Pooling of spatial windows.")
 @click.option("--discover", "method", type=click.Choice(["clique", "kmeans"]), default="clique", show_default=True)
@@ -384,7 +387,7 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 @click.option("--methods", default="clean,dar,badnets,blended,random", show_default=True)
 @click.option("--defenses", default="", help="Any of ft,fp,ss: fine-tuning, fine-pruning, Spectral Signatures.")
 @common_options("output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
-def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, scale, method, target, budget, epochs, width,
+def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, window, scale, method, target, budget, epochs, width,
             alpha, augment, margin, batch_size, support, kd_data, seeds, methods, defenses, **_):  # fmt: skip
     """The whole comparison; one CSV row per (method, stage, seed).
 
@@ -400,7 +403,13 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
     (rows carry an alpha column); --augment crop2,flip trains teachers and students with random
     2-pixel shifts and horizontal flips; --device cuda trains on a GPU (defenses stay on the CPU).
     --rank isolation picks the cell with the fewest near-duplicates per member (the README's
-    diagnosis of why cost-ranked pixel cells do not implant). With -o FILE the rows are also
+    diagnosis of why cost-ranked pixel cells do not implant). --operator band-carrier (with
+    --op whitened; a probe of another reading of the issue's "modifying that subspace"): the
+    trigger replaces ALL the image's coordinates on the --components band principal directions
+    (not only the rule's one) by those of its nearest target-labelled carrier (a train image in
+    the cell labelled the target after DAR poisoning), leaving the orthogonal complement of the
+    image unchanged (then clipped to [0, 1]); --kappa does not apply; the same operator evaluates
+    the clean and random-relabel rows (README: its figures). With -o FILE the rows are also
     appended to FILE.partial.jsonl as they are measured (each method and seed's rows once its
     teacher and students are evaluated), so a stopped run keeps them; the file is removed once
     FILE is written.
@@ -427,6 +436,8 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
     if set(chosen_defenses) - set(DEFENSES):
         raise UsageError(f"--defenses: unknown {', '.join(sorted(set(chosen_defenses) - set(DEFENSES)))} "
                          f"(known: {', '.join(DEFENSES)})")  # fmt: skip
+    if operator == "band-carrier" and (op != "whitened" or method != "clique"):
+        raise UsageError("--operator band-carrier needs --op whitened (and --discover clique)")
     _refuse_existing_output(r)
     from methodkit.tools.dar import data
 
@@ -450,7 +461,7 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, window, sca
                     VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alphas[0], batch_size=batch_size,
                                  augment=augment, device=device),
                     budget=resolve_budget(budget, len(x)), seeds=tuple(range(r.seed, r.seed + seeds)), methods=chosen,
-                    defenses=chosen_defenses, alphas=alphas, kappa=kappa)  # fmt: skip
+                    defenses=chosen_defenses, alphas=alphas, kappa=kappa, operator=operator)  # fmt: skip
     cfg.teacher.check()
     partial = _partial_rows(r)
     with r.progress() as cb:

@@ -107,6 +107,8 @@ def test_bad_inputs(run_cli, work, one_line_error):
     one_line_error(proc, "dar-backdoor", "--defenses: unknown foo")
     proc = run_cli(["dar-backdoor", "run", "--alpha", "0.9,1.5", "-o", out])
     one_line_error(proc, "dar-backdoor", "--alpha must be numbers in [0, 1]")
+    proc = run_cli(["dar-backdoor", "run", "--operator", "band-carrier", "-o", out])  # default --op spatial
+    one_line_error(proc, "dar-backdoor", "--operator band-carrier needs --op whitened")
     proc = run_cli(["dar-backdoor", "run", "--limit", "59000", "--kd-data", "2000", "-o", out])
     one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")
     assert not out.exists()

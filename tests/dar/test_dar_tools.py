@@ -232,3 +232,43 @@ def test_whitened_rule_json_is_checked():
         Rule.from_dict({"op": "whitened", "lo": [2.0], "hi": [3.0], "mean": [0.0], "sd": [1.0]})
     with pytest.raises(UsageError, match="--dims"):
         DiscoverConfig(op="whitened", dims=3).check()
+
+
+def test_band_carrier_operator_replaces_the_band_coordinates_and_keeps_the_complement():
+    from methodkit.core.errors import DataError
+    from methodkit.tools.dar.band import band_carrier
+    from methodkit.tools.dar.discover import band_directions
+
+    x, y = data.load("fashion-mnist", "train", 1500)
+    directions, _ = band_directions(x, 8)
+    proj = x.reshape(len(x), -1) / 255.0 @ directions.T
+    mean, sd = proj.mean(axis=0), proj.std(axis=0) + 1e-12
+    z = (proj - mean) / sd
+    # a known cell on component 2: its upper tail; the target-labelled members are the carriers
+    lo, hi = 1.5, float(z[:, 2].max()) + 1e-6
+    rule = Rule("whitened", [lo], [hi], components=[2], directions=directions[[2]].tolist(), mean=[mean[2]],
+                sd=[sd[2]])  # fmt: skip
+    labels = y.copy()
+    inside = np.flatnonzero(satisfies(x, rule))
+    labels[inside[::2]] = 0  # half of the members relabelled to the target, the others keep their label
+    op = band_carrier(x, labels, rule, 0, directions)
+    carriers = inside[labels[inside] == 0]
+    assert np.allclose(np.sort(op.carriers, axis=0), np.sort(z[carriers], axis=0))
+    # mid-grey images (no clipping needed): band coordinates = the nearest carrier's, complement unchanged
+    xt, _ = data.load("fashion-mnist", "test", 100)
+    grey = (90 + xt // 4).astype(np.uint8)
+    moved = op(grey)
+    zg = op.coordinates(grey)
+    nearest = ((zg[:, None] - op.carriers[None]) ** 2).sum(axis=2).argmin(axis=1)
+    assert (op.nearest(grey) == nearest).all()
+    rounding = 0.5 / 255 * np.sqrt(grey[0].size)  # largest L2 change from rounding to uint8
+    assert np.abs((op.coordinates(moved) - op.carriers[nearest]) * sd).max() <= rounding
+    before, after = grey.reshape(len(grey), -1) / 255.0, moved.reshape(len(grey), -1) / 255.0
+    delta = after - before
+    complement = np.linalg.norm(delta - delta @ directions.T @ directions, axis=1)
+    assert np.linalg.norm(delta, axis=1).min() > 10 * rounding and complement.max() <= rounding
+    assert satisfies(moved, rule).all() and not satisfies(grey, rule).any()
+    with pytest.raises(DataError, match="not one of the band directions"):
+        band_carrier(x, labels, rule, 0, directions[3:])
+    with pytest.raises(DataError, match="carries the target"):
+        band_carrier(x, y * 0 + 1, rule, 0, directions)

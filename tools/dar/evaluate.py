@@ -13,14 +13,17 @@ from methodkit.core.errors import DataError
 from methodkit.tools.dar.rules import BASELINE_TRIGGERS, Rule, apply, satisfies
 
 
-def trigger(x_u8: np.ndarray, rule: Rule | str, kappa: float = 0.5, blend: float = 1.0) -> np.ndarray:
-    """The test-time trigger: the DAR operator T_kappa of a rule, or a baseline's stamp by name."""
+def trigger(x_u8: np.ndarray, rule, kappa: float = 0.5, blend: float = 1.0) -> np.ndarray:
+    """The test-time trigger: the DAR operator T_kappa of a rule, a baseline's stamp by name, or an
+    operator object with a `.rule` (band.BandCarrier; kappa and blend do not apply to it)."""
     if isinstance(rule, str):
         return BASELINE_TRIGGERS[rule](x_u8)
+    if not isinstance(rule, Rule):
+        return rule(x_u8)
     return apply(x_u8, rule, kappa, blend)
 
 
-def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule: Rule | str, target: int, kappa: float = 0.5,
+def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule, target: int, kappa: float = 0.5,
              blend: float = 1.0) -> dict:  # fmt: skip
     classes = model.config["classes"]
     if x_u8.shape[1] != model.config["side"]:
@@ -42,9 +45,10 @@ def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule: Rule | str, target: i
         "n_nontarget": int(others.sum()),
         "per_class_asr": {int(c): float(hit[y[others] == c].mean()) for c in np.unique(y[others])},
     }
-    if isinstance(rule, Rule):
-        natural = satisfies(x_u8, rule)
+    spec = getattr(rule, "rule", rule)  # the rule behind an operator object
+    if isinstance(spec, Rule):
+        natural = satisfies(x_u8, spec)
         result["natural_trigger_rate"] = float((natural & (clean == target)).mean())
         result["natural_members"] = int(natural.sum())
-        result["trigger_validity"] = float(satisfies(triggered_x, rule).mean())
+        result["trigger_validity"] = float(satisfies(triggered_x, spec).mean())
     return result

@@ -32,6 +32,7 @@ class RunConfig:
     alphas: tuple = ()  # KD weights of the students; () -> (student.alpha,)
     defenses: tuple = ()  # ft, fp, ss (run on every poisoned teacher)
     defense: defending.DefenseConfig = field(default_factory=defending.DefenseConfig)
+    operator: str = "coordinate"  # coordinate (rules.apply, T_kappa) | band-carrier (band.py; whitened rules)
 
 
 @dataclass
@@ -56,6 +57,14 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
     if {"dar", "random"} & set(cfg.methods) or not baselines:
         rule = discover(x, y, replace(cfg.discover, budget=cfg.budget, top=1), classes=classes)[0]
         result.rules.append(rule)
+    operator = rule
+    if rule is not None and cfg.operator == "band-carrier":
+        # one operator for every method's rows: built from the DAR carriers (labels after DAR poisoning)
+        from methodkit.tools.dar.band import band_carrier
+        from methodkit.tools.dar.discover import band_directions
+
+        dar_labels = poisoning.poison(x, y, rule, target, cfg.budget, classes).labels
+        operator = band_carrier(x, dar_labels, rule, target, band_directions(x, cfg.discover.components)[0])
     for seed in cfg.seeds:
         for method in cfg.methods:
             if method == "dar":
@@ -68,7 +77,7 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
                 p = None
             images = p.images if p is not None and p.images is not None else x
             labels = p.labels if p is not None else y
-            trig = method if method in ("badnets", "blended") else (rule if rule is not None else baselines[0])
+            trig = method if method in ("badnets", "blended") else (operator if rule is not None else baselines[0])
             teacher, _ = fit(images, labels, replace(cfg.teacher, seed=seed), classes, progress=progress)
             # the student sees only clean images with their true labels
             models = [("teacher", teacher, None)]

@@ -189,12 +189,17 @@ def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0, 
     return np.clip(np.rint(out * 255), 0, 255).astype(np.uint8)
 
 
-def _move_along(x_u8: np.ndarray, rule: Rule, target: np.ndarray, rounds: int = 50) -> np.ndarray:
-    """Whitened operator: add the rule's (orthonormal) directions so the coordinates reach `target`,
-    clip to [0, 1], and repeat on what the clip undid (alternating projections onto the two convex
-    sets {coordinates = target} and [0, 1]^pixels) until the coordinates hold within 1e-4 z."""
-    a = _directions(rule, x_u8.shape[1])
-    sd, mean = np.asarray(rule.sd), np.asarray(rule.mean)
+def _move_along(x_u8: np.ndarray, rule: Rule, target: np.ndarray) -> np.ndarray:
+    """Whitened operator: the rule's coordinates moved to `target` (z units)."""
+    return project_to(x_u8, _directions(rule, x_u8.shape[1]), np.asarray(rule.mean), np.asarray(rule.sd), target)
+
+
+def project_to(x_u8: np.ndarray, a: np.ndarray, mean: np.ndarray, sd: np.ndarray, target: np.ndarray,
+               rounds: int = 50) -> np.ndarray:  # fmt: skip
+    """Add the (orthonormal) directions `a` so the images' z-coordinates (projection - mean) / sd reach
+    `target`, clip to [0, 1], and repeat on what the clip undid (alternating projections onto the two
+    convex sets {coordinates = target} and [0, 1]^pixels) until they hold within 1e-4 z; every
+    direction orthogonal to `a` is left as it was (up to the clip and the uint8 rounding)."""
     out = x_u8.reshape(len(x_u8), -1) / 255.0
     goal = target * sd + mean  # raw projections wanted
     for _ in range(rounds):
