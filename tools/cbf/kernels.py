@@ -16,6 +16,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from methodkit.tools.cbf import threads
+
 LOG_2PI = math.log(2.0 * math.pi)
 PF_BETA, PF_HPL = 0, 1
 
@@ -742,9 +744,9 @@ def cbf_value_adjoint(
     `need_grad` only the values are computed (start-point screening).
 
     Serial and without the GIL: callers spread rows over threads (`threads.over_rows`). Not a prange:
-    compiled with parallel=True and fastmath, the freshly compiled parfor and the one loaded from Numba's
-    cache are optimised differently (the cached object links the callees into the gufunc before LLVM runs
-    again), so a first run after an install gave other gradients at ~1e-9 than every later run.
+    compiled with parallel=True and fastmath together, the freshly compiled parfor and the one loaded from
+    Numba's cache gave different gradients (~1e-9; measured, either option alone did not), so the first run
+    after an install differed from every later run. Why the two objects differ was not traced.
     """
     S, B, T = outcome.shape
     K1, K2 = vnodes.shape[1], snodes.shape[1]
@@ -872,16 +874,12 @@ def cbf_value_adjoint(
 
 def cbf_filter(outcome, valid, vnodes, snodes, m0, w0, switch, carry, *outs):
     """`_cbf_filter_rows` over slices of subjects on -j threads (outs: the 8 signal arrays, then edge_mass)."""
-    from methodkit.tools.cbf import threads
-
     threads.over_rows(_cbf_filter_rows, (outcome, valid, vnodes, snodes), (m0, w0, switch, carry), outs, 4)
 
 
 def pf_filter(kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest):
     """`_pf_jobs` over ranges of the S x R runs on -j threads (rest: the outputs, collapses, signals, tables,
     use_table, as `_pf_jobs` takes them). Each run seeds its own generators, so the split changes nothing."""
-    from methodkit.tools.cbf import threads
-
     def job(lo, hi):
         _pf_jobs(lo, hi, kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest)
 
