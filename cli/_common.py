@@ -231,6 +231,12 @@ class Run:
     def force(self) -> bool:
         return bool(self.params.get("force", False))
 
+    def refuse_existing_output(self, path: str | None = None) -> None:
+        """-o (or `path`) that exists without --force fails now, before the work rather than after it."""
+        from methodkit.core.io import refuse_existing
+
+        refuse_existing(self.output if path is None else path, self.force)
+
     @property
     def seed(self) -> int:
         return int(self.params.get("seed", 0) or 0)

@@ -66,16 +66,6 @@ def _parse(run: Run, raw):
     return io.read_table(raw, run.params.get("in_format"))
 
 
-def _refuse_existing(run: Run) -> None:
-    """-o FILE that exists without --force: refused before the work, not after it."""
-    from pathlib import Path
-
-    from methodkit.core.errors import UsageError
-
-    if run.output != "-" and Path(run.output).exists() and not run.force:
-        raise UsageError(f"{run.output}: already exists; pass --force to overwrite")
-
-
 def _load(run: Run, frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None):
     from methodkit.tools.cuvet.data import load_rct
 
@@ -279,7 +269,7 @@ def fit_cmd(
     if not (budget if budget is not None else budget_frac) > 0:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
-    _refuse_existing(run)
+    run.refuse_existing_output()
     data = _load(run, _parse(run, raw), treatment, value, spec, id_col, features, exclude)
     from methodkit.tools.cuvet.model import fit  # Numba: only once the input is known to be good
     from methodkit.tools.cuvet.tree import TreeParams
@@ -362,7 +352,7 @@ def assign_cmd(model_path, input, budget, id_col, summary, **_):
     run = Run.from_context()
     if budget is not None and budget <= 0:
         raise DataError(f"--budget must be positive, got {budget}")
-    _refuse_existing(run)
+    run.refuse_existing_output()
     model = _read_model(run, model_path)
     frame = run.read_table(input)
     from methodkit.tools.cuvet.assign import assign
@@ -565,7 +555,7 @@ def bench_cmd(
     if not fracs or any(not 0 < b for b in fracs):
         raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
-    _refuse_existing(run)
+    run.refuse_existing_output()
     frame = _parse(run, raw)
     data = _load(run, frame, treatment, value, spec, id_col, features, exclude, strata)
     truth_doc = run.read_json(truth) if truth else None

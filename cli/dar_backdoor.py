@@ -197,7 +197,7 @@ def poison_cmd(
     from methodkit.tools.dar.poison import poison, resolve_budget
 
     run = Run.from_context()
-    _refuse_existing_output(run)
+    run.refuse_existing_output()
     x, y, _ = _images(run, input, dataset, split, limit)
     rule = _rule(run, rules_path, rule_index)
     result = poison(x, y, rule, target, resolve_budget(budget, len(x)), _classes(y, classes))
@@ -293,8 +293,7 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     x, y, _ = _images(run, input, dataset, split, limit, labels)
     if run.output == "-":
         raise UsageError("train needs -o MODEL.safetensors")
-    if os.path.exists(run.output) and not run.force:
-        raise UsageError(f"{run.output} exists; pass --force to overwrite")
+    run.refuse_existing_output()
     run.threads()
     cfg = victim.VictimConfig(arch=arch, width=width, epochs=epochs, batch_size=batch_size, lr=lr,
                               temperature=temperature, alpha=alpha, augment=augment, seed=run.seed,
@@ -438,7 +437,7 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
                          f"(known: {', '.join(DEFENSES)})")  # fmt: skip
     if operator == "band-carrier" and (op != "whitened" or method != "clique"):
         raise UsageError("--operator band-carrier needs --op whitened (and --discover clique)")
-    _refuse_existing_output(r)
+    r.refuse_existing_output()
     from methodkit.tools.dar import data
 
     x, y = data.load(dataset, "train", limit + kd_data)
@@ -493,18 +492,8 @@ class _PartialRows:
             os.remove(self.path)
 
 
-def _refuse_existing_output(run: Run) -> None:
-    """An existing OUTPUT without --force is refused before hours of training, not after."""
-    import os
-
-    from methodkit.core.errors import UsageError
-
-    if run.output != "-" and os.path.exists(run.output) and not run.force:
-        raise UsageError(f"{run.output} exists; pass --force to overwrite")
-
-
 def _partial_rows(run: Run):
     if run.output == "-":
         return None
-    _refuse_existing_output(run)
+    run.refuse_existing_output()
     return _PartialRows(run.output + ".partial.jsonl")

@@ -304,11 +304,12 @@ def _refuse_inputs(outputs: list[str | None], inputs: list[str | None]) -> None:
 
 
 def _refuse_existing(paths: list[str], force: bool) -> None:
-    from methodkit.core.errors import UsageError
+    """Every output that exists without --force fails now, before the work (core.io.refuse_existing)."""
+    from methodkit.core.io import refuse_existing
 
     for path in paths:
-        if path != "-" and os.path.exists(path) and not force:
-            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+        if path:
+            refuse_existing(path, force)
 
 
 def _warn_all(messages: list[str], quiet: bool) -> None:

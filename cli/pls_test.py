@@ -183,13 +183,12 @@ def _directions(text: str, run: Run):
 
 
 def _refuse_existing(paths, force: bool) -> None:
-    from pathlib import Path
-
-    from methodkit.core.errors import UsageError
+    """Every output that exists without --force fails now, before the work (core.io.refuse_existing)."""
+    from methodkit.core.io import refuse_existing
 
     for path in paths:
-        if path and path != "-" and Path(path).exists() and not force:
-            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+        if path:
+            refuse_existing(path, force)
 
 
 @main.command("test")

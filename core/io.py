@@ -333,6 +333,12 @@ def write_json(value, path: str | os.PathLike = "-", *, force: bool = False, ind
 # ---------------------------------------------------------------- atomic output
 
 
+def refuse_existing(path: str | os.PathLike, force: bool = False) -> None:
+    """An existing output file without --force is a usage error (stdout, `-`, never exists)."""
+    if str(path) != "-" and Path(path).exists() and not force:
+        raise UsageError(f"{path}: already exists; pass --force to overwrite")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, *, binary: bool = True, force: bool = False) -> Iterator[IO]:
     """Yield a handle whose content replaces `path` only if the block completes.
@@ -348,8 +354,7 @@ def atomic_write(path: str | os.PathLike, *, binary: bool = True, force: bool = 
         stream.flush()
         return
     target = Path(path)
-    if target.exists() and not force:
-        raise UsageError(f"{target}: already exists; pass --force to overwrite")
+    refuse_existing(target, force)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"{target}: folder {folder} does not exist")

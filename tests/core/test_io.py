@@ -174,3 +174,14 @@ def test_atomic_write_missing_folder(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
         with io.atomic_write(tmp_path / "no" / "x.csv"):
             pass
+
+
+def test_refuse_existing_names_the_file_unless_forced(tmp_path):
+    out = tmp_path / "out.csv"
+    io.refuse_existing(out)  # absent: fine
+    io.refuse_existing("-")  # stdout never exists
+    out.write_text("kept\n")
+    with pytest.raises(UsageError, match=r"out\.csv: already exists; pass --force to overwrite"):
+        io.refuse_existing(out)
+    io.refuse_existing(out, force=True)
+    assert out.read_text() == "kept\n"
