@@ -231,11 +231,14 @@ class Run:
     def force(self) -> bool:
         return bool(self.params.get("force", False))
 
-    def refuse_existing_output(self, path: str | None = None) -> None:
-        """-o (or `path`) that exists without --force fails now, before the work rather than after it."""
+    def refuse_existing_output(self, *paths) -> None:
+        """-o (or each of `paths`; None and '' skipped) that exists without --force fails now,
+        before the work rather than after it."""
         from methodkit.core.io import refuse_existing
 
-        refuse_existing(self.output if path is None else path, self.force)
+        for path in paths or (self.output,):
+            if path:
+                refuse_existing(path, self.force)
 
     @property
     def seed(self) -> int:

@@ -226,11 +226,7 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
     data = run.input_bytes(input)
     if program_path is None:
         raise UsageError("missing option '--program' (the NPZ written by 'casper-solve compile')")
-    if output is not None and output != "-":
-        from pathlib import Path
-
-        if Path(output).exists() and not run.force:
-            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(output)
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
     scores = _read_scores(run, data, input, program, nan)
     device = run.device()
@@ -276,13 +272,7 @@ def gen(task, size, digits, n, n_test, output, seed, **_):
 
     run = Run.from_context()
     _refuse_terminal_binary(output)
-    if output != "-":
-        from pathlib import Path
-
-        if Path(output).exists() and not run.force:
-            from methodkit.core.errors import UsageError
-
-            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(output)
     arrays = generate(task, size=size, digits=digits, n=n, n_test=n_test, seed=seed)
     buffer = _io.BytesIO()
     np.savez_compressed(buffer, **arrays)
@@ -396,9 +386,7 @@ def train(
             raise UsageError(f"--calibrate-on {path}: holds a {found_task} dataset, not warcraft")
         extra.append(found)
     sidecar = Path(output).with_suffix(".json")
-    for path in (Path(output), sidecar):
-        if path.exists() and not run.force:
-            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(output, sidecar)
     with run.progress() as callback:
         result = train_model(
             task,
@@ -470,11 +458,7 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
     arrays, task = _load_dataset(run, input, task)
     if model_path is None:
         raise UsageError("missing option '--model' (weights written by 'casper-solve train')")
-    if output is not None and output != "-":
-        from pathlib import Path
-
-        if Path(output).exists() and not run.force:
-            raise UsageError(f"{output}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(output)
     from safetensors.torch import load
 
     try:

@@ -195,10 +195,7 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
 
     _require_chess()
     run = Run.from_context()
-    if pgn_path and not run.force and __import__("os").path.exists(pgn_path):
-        from methodkit.core.errors import UsageError
-
-        raise UsageError(f"{pgn_path}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(pgn_path)
     pgn: list[str] = []
     if engine == "numba":
         from methodkit.tools.chess_wm import engine as numba_engine

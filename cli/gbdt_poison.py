@@ -303,15 +303,6 @@ def _refuse_inputs(outputs: list[str | None], inputs: list[str | None]) -> None:
                 raise UsageError(f"{out}: is also an input; write the output elsewhere")
 
 
-def _refuse_existing(paths: list[str], force: bool) -> None:
-    """Every output that exists without --force fails now, before the work (core.io.refuse_existing)."""
-    from methodkit.core.io import refuse_existing
-
-    for path in paths:
-        if path:
-            refuse_existing(path, force)
-
-
 def _warn_all(messages: list[str], quiet: bool) -> None:
     if not quiet:
         for message in messages:
@@ -479,7 +470,7 @@ def attack_cmd(input, **params):
         raise UsageError(f"{output}: the poisoned table must be .csv, .tsv or .parquet")
     manifest = params.get("manifest") or _manifest_path(output)
     _refuse_inputs([output, manifest], [input, params.get("test_path")])
-    _refuse_existing([output, manifest], run.force)
+    run.refuse_existing_output(output, manifest)
     victim = _victim(params, run.seed)
     config = _attack_config(params, run.seed)
     partial = f"{output}.partial.json"
@@ -636,7 +627,7 @@ def sweep_cmd(input, **params):
     if not seeds:
         raise UsageError("--seeds is empty")
     _refuse_inputs([run.output, params.get("summary")], [input, params.get("test_path")])
-    _refuse_existing([run.output, params.get("summary") or "-"], run.force)
+    run.refuse_existing_output(run.output, params.get("summary"))
     cache: dict = {}
     first = _prepare(run, input, params, seeds[0], cache)  # reads and validates the input before the long run
 

@@ -218,9 +218,7 @@ def fit_cmd(
             k: os.path.join(out_dir, f)
             for k, f in (("items", "items.csv"), ("abilities", "abilities.csv"), ("fit", "fit.json"))
         }
-        for path in paths.values():
-            if os.path.exists(path) and not run.force:
-                raise UsageError(f"{path}: already exists; pass --force to overwrite")
+        run.refuse_existing_output(*paths.values())
     source = run.input_bytes(input)
     data = data_mod.read_response_data(source, run.params.get("in_format"), no_header=no_header, binarize=binarize)
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)

@@ -243,9 +243,7 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
             output="-",  # -o names the results file; the plan goes to stdout
         )
         return
-    for path in (report_path, table_path):
-        if path and os.path.exists(path) and not run.force:
-            raise UsageError(f"{path}: already exists; pass --force to overwrite")
+    run.refuse_existing_output(report_path, table_path)
     rows = []
     if out == "-":
         handle = sys.stdout

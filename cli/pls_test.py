@@ -182,15 +182,6 @@ def _directions(text: str, run: Run):
     raise UsageError(f"--directions '{text}': expected pls, spca or fixed:W.npy")
 
 
-def _refuse_existing(paths, force: bool) -> None:
-    """Every output that exists without --force fails now, before the work (core.io.refuse_existing)."""
-    from methodkit.core.io import refuse_existing
-
-    for path in paths:
-        if path:
-            refuse_existing(path, force)
-
-
 @main.command("test")
 @input_argument()
 @click.option("-k", "--components", "ks", metavar="K[,K...]", help="Components (required); a list runs separate tests.")
@@ -301,7 +292,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
 
     run = Run.from_context()
     outputs = [run.output, per_split_path, null_path, loadings_path, coef_path, run.params.get("meta")]
-    _refuse_existing(outputs, run.force)
+    run.refuse_existing_output(*outputs)
     if null_path and io.format_from_path(null_path, None, "npy") not in ("npy", "npz"):
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
     if select_k is not None and ks is not None:
@@ -539,7 +530,7 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
     from methodkit.tools.pls import power as power_mod
 
     run = Run.from_context()
-    _refuse_existing([run.output, summary_path], run.force)
+    run.refuse_existing_output(run.output, summary_path)
     try:
         ns = [int(s) for s in sizes.split(",") if s.strip()]
     except ValueError:
@@ -628,7 +619,7 @@ def bench(data_source, target, x_glob, k, splits, perms, folds, rounds, ref_perm
     from methodkit.tools.pls.simulate import simulate
 
     run = Run.from_context()
-    _refuse_existing([run.output], run.force)
+    run.refuse_existing_output()
     with _limit_threads(run):
         if data_source is None and debian_data.parquet_path("tecator").exists():
             data_source = "builtin:tecator:fat"
