@@ -1,7 +1,7 @@
 """Acceptance runs of clapping-train (issue 12, D1 charlm, D2 flights, D5 stage scaling), at CPU size.
 
     python -P bench/clapping_acceptance.py grid d1|d2|d2d|d2d1|d5|d5c    # the lr rule, on seed 0
-    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d2d1|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
+    python -P bench/clapping_acceptance.py d1|d1e|d2|d2d|d2d1|d2n|d5|d5c [--seeds 0,1,2] [--lr grid|LR] [--out FILE.jsonl]
     python -P bench/clapping_acceptance.py gloo d1|d2|d5   # the Clapping run of seed 0 as P = 4 processes
     python -P bench/clapping_acceptance.py report          # tables and verdicts from the recorded rows
 
@@ -20,6 +20,7 @@ Sizes (smaller than the issue's so the three fit ~30 CPU-minutes on the shared 2
       2-bit stochastic quantisation
   d2d d2 with the date (month-day) and hour one-hot, 60,000 rows, one pass at R = 4 (see d2d_runs)
   d2d1 d2d with every method at R = 1 and one pass: 819 steps (see d2d1_runs)
+  d2n d2d with 2-bit NEAREST rounding (biased; d2d's is stochastic), none rows shared with d2d (see d2n_runs)
   d5  digits, the same 6-block MLP cut into P = 2, 4, 6 stages, top-k 5%, 400 steps
   d5c D5 on d1's task: one 6-block char transformer (width 128) cut into P = 2, 4, 6 stages, otherwise
       d1's setting (batch 32, top-k 5% both ways, R = 4, 108 steps); lr by the rule on this model
@@ -111,6 +112,16 @@ def d2d1_runs(seed):
     algos = ("none", "naive", "clapping-fc", "clapping-fu")
     base = {k: v for k, v in configs[0].items() if k not in ("algo", "reuse")}
     return data, [dict(base, algo=a, reuse=1, steps=steps, **schedule(steps)) for a in algos]
+
+
+def d2n_runs(seed):
+    """d2d with deterministic nearest rounding (`quant:2:nearest`, biased: the issue's L1 failure case)
+    instead of stochastic rounding. `none` ignores the compressor, so d2d's `none` rows (same config,
+    same lr) are its reference; naive also runs at R = 4, the same single pass as Clapping-FC."""
+    data, configs = d2d_runs(seed)
+    base = {k: v for k, v in configs[0].items() if k not in ("algo", "reuse")}
+    algos = [("naive", 1), ("clapping-fc", 4), ("clapping-fu", 4), ("naive", 4)]
+    return data, [dict(base, algo=a, reuse=r, compressor="quant:2:nearest") for a, r in algos]
 
 
 def d5_runs(seed):
@@ -245,6 +256,7 @@ def report(path: str) -> int:
         ("d2", "rmse"),
         ("d2d", "rmse"),
         ("d2d1", "rmse"),
+        ("d2n", "rmse"),
         ("d5", "val_loss"),
     )
     for experiment, metric in (*experiments, ("d5c", "val_loss")):
@@ -281,7 +293,9 @@ def report(path: str) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("experiment", choices=["d1", "d1e", "d2", "d5", "d5c", "d2d", "d2d1", "grid", "gloo", "report"])
+    parser.add_argument(
+        "experiment", choices=["d1", "d1e", "d2", "d5", "d5c", "d2d", "d2d1", "d2n", "grid", "gloo", "report"]
+    )
     parser.add_argument(
         "grid_of",
         nargs="?",
@@ -305,6 +319,7 @@ def main(argv=None) -> int:
         "d5c": d5c_runs,
         "d2d": d2d_runs,
         "d2d1": d2d1_runs,
+        "d2n": d2n_runs,
     }
     if args.experiment == "report":
         return report(args.out)
