@@ -1,4 +1,5 @@
-"""dar-backdoor on a GPU: victim training with --device cuda against the CPU path, same data, same seed.
+"""dar-backdoor on a GPU: discover's CuPy dense-cell counting against the Numba kernel (identical
+rows), then victim training with --device cuda against the CPU path, same data, same seed.
 
 Trains the teacher (cnn-s, the issue's width 32) on BadNets-poisoned labels and a clean KD student
 (cnn-xs) from it, on the CPU and on CUDA, and compares clean accuracy and ASR. GPU arithmetic is not
@@ -43,8 +44,8 @@ def main() -> int:
     print(f"# device: {torch.cuda.get_device_name(0)}; data: {name} {len(x)} train / {len(xt)} test; "
           f"CPU threads {torch.get_num_threads()}")  # fmt: skip
     print("case size cpu_s gpu_s ratio")
+    bad = _counting_check(x)
     fit(x[:256], y[:256], VictimConfig(width=8, epochs=1, batch_size=32, device="cuda"), 10)  # CUDA warm-up
-    bad = 0
     results = {}
     for device in ("cpu", "cuda"):
         start = time.perf_counter()
@@ -70,6 +71,30 @@ def main() -> int:
         print("DISAGREE teacher ASR", file=sys.stderr)
         bad += 1
     return 1 if bad else 0
+
+
+def _counting_check(x) -> int:
+    """discover's dense-cell counting (w 3, xi 4, support 0.5-3%): CuPy path vs the Numba kernel."""
+    import math
+
+    import cupy
+
+    from methodkit.tools.dar import kernels
+
+    lo, hi = math.ceil(0.005 * len(x)), math.floor(0.03 * len(x))
+    kernels.window_codes_count(x[:50], 3, 4, 1, 50)  # compile outside the timing
+    kernels.window_codes_count_xp(cupy.asarray(x[:50]), 3, 4, 1, 50, cupy)
+    start = time.perf_counter()
+    ours = kernels.window_codes_count(x, 3, 4, lo, hi)
+    cpu_s = time.perf_counter() - start
+    start = time.perf_counter()
+    gpu = kernels.window_codes_count_xp(cupy.asarray(x), 3, 4, lo, hi, cupy)
+    gpu_s = time.perf_counter() - start
+    print(f"dense_cells_w3_xi4 n={len(x)} {cpu_s:.3f} {gpu_s:.3f} {cpu_s / gpu_s:.2f}")
+    if not np.array_equal(ours, gpu):
+        print("DISAGREE dense cells (CuPy vs Numba)", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

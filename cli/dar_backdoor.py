@@ -155,10 +155,14 @@ def main():
 @click.option("--discover", "method", type=click.Choice(["clique", "kmeans"]), default="clique", show_default=True,
               help="Grid cells, or balls around k-means centres (spatial).")  # fmt: skip
 @click.option("--k", type=click.IntRange(min=2), default=32, show_default=True, help="k-means centres per window.")
-@common_options("output", "force", "seed", "threads", "meta", "quiet", "verbose")
+@common_options("output", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
 def discover_cmd(input, dataset, split, limit, op, window, block, components, dims, scale, xi, support, min_entropy, target,
                  budget, top, rank, margin, kappa, method, k, **_):  # fmt: skip
-    """Rank dense cells (rules) for a target class; writes rules JSONL, one rule a line."""
+    """Rank dense cells (rules) for a target class; writes rules JSONL, one rule a line.
+
+    --device cuda (or auto with a GPU and CuPy) counts the spatial windows' cells with CuPy; the
+    rules are the same as the CPU's (Numba) count.
+    """
     from methodkit.core import io
     from methodkit.tools.dar.discover import DiscoverConfig, discover
     from methodkit.tools.dar.poison import resolve_budget
@@ -169,7 +173,7 @@ def discover_cmd(input, dataset, split, limit, op, window, block, components, di
     cfg = DiscoverConfig(op=op, window=window, block=block, scale=scale, xi=xi, s_lo=support[0], s_hi=support[1],
                          min_entropy=min_entropy, target=target, budget=resolve_budget(budget, len(x)), top=top,
                          kappa=kappa, rank=rank, margin=margin, method=method, k=k, seed=run.seed,
-                         components=components, dims=dims)  # fmt: skip
+                         components=components, dims=dims, device=run.device())  # fmt: skip
     with run.progress() as cb:
         rules = discover(x, y, cfg, progress=cb)
     text = "".join(io.dumps_json(r.to_dict()) + "\n" for r in rules)

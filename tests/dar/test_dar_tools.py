@@ -34,6 +34,23 @@ def test_kernel_matches_numpy_reference(seed):
     assert got == reference_dense(x, 2, 3, 4, 40) and got
 
 
+def test_array_module_counting_equals_the_numba_kernel():
+    """The CuPy path's code, run with NumPy: the same rows in the same order as the Numba kernel."""
+    rng = np.random.default_rng(2)
+    x = (rng.random((500, 9, 8)) ** 3 * 255).astype(np.uint8)
+    got = kernels.window_codes_count_xp(x, 2, 3, 4, 40, np)
+    assert len(got) and np.array_equal(got, kernels.window_codes_count(x, 2, 3, 4, 40))
+
+
+@pytest.mark.gpu
+def test_cupy_counting_equals_the_numba_kernel():
+    cupy = pytest.importorskip("cupy")
+    rng = np.random.default_rng(4)
+    x = (rng.random((2000, 12, 12)) ** 3 * 255).astype(np.uint8)
+    got = kernels.window_codes_count_xp(cupy.asarray(x), 3, 4, 10, 60, cupy)
+    assert len(got) and np.array_equal(got, kernels.window_codes_count(x, 3, 4, 10, 60))
+
+
 def test_satisfies_agrees_with_the_kernel_quantisation():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 256, (2000, 6, 6), dtype=np.uint8)

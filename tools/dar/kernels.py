@@ -7,6 +7,19 @@ from numba import njit, prange
 
 
 @njit(cache=True, parallel=True)
+def _levels_pixel_major(images, xi):
+    """Quantised levels (pixel * xi) // 256 laid out (H, W, N): a window's pixels become w * w
+    contiguous streams over the images instead of w * w strided reads per image."""
+    n, h, wd = images.shape
+    out = np.empty((h, wd, n), dtype=np.uint8)
+    for p in prange(h * wd):
+        r, c = p // wd, p % wd
+        for i in range(n):
+            out[r, c, i] = (images[i, r, c] * xi) // 256
+    return out
+
+
+@njit(cache=True, parallel=True)
 def window_codes_count(images, w, xi, lo_count, hi_count):
     """For every w x w window (stride 1) of uint8 images (N, H, W), quantise its pixels to xi levels,
     form the cell code, count codes over the images and return only the dense cells:
@@ -16,20 +29,22 @@ def window_codes_count(images, w, xi, lo_count, hi_count):
     n, h, wd = images.shape
     rows, cols = h - w + 1, wd - w + 1
     n_codes = xi ** (w * w)
+    levels = _levels_pixel_major(images, xi)
     # at most n // lo_count cells of one window can be dense: the table never truncates
     per_window_max = n // max(lo_count, 1) + 1
     out = np.zeros((rows * cols, per_window_max, 2), dtype=np.int64)
     found = np.zeros(rows * cols, dtype=np.int64)
     for window in prange(rows * cols):
         r, c = window // cols, window % cols
+        codes = np.zeros(n, dtype=np.int64)
+        for y in range(w):
+            for x in range(w):
+                stream = levels[r + y, c + x]
+                for i in range(n):
+                    codes[i] = codes[i] * xi + stream[i]
         counts = np.zeros(n_codes, dtype=np.int32)
         for i in range(n):
-            code = 0
-            for y in range(w):
-                for x in range(w):
-                    level = (images[i, r + y, c + x] * xi) // 256
-                    code = code * xi + level
-            counts[code] += 1
+            counts[codes[i]] += 1
         k = 0
         for code in range(n_codes):
             if lo_count <= counts[code] <= hi_count:
@@ -48,6 +63,28 @@ def window_codes_count(images, w, xi, lo_count, hi_count):
             result[pos, 3] = out[window, k, 1]
             pos += 1
     return result
+
+
+def window_codes_count_xp(images, w, xi, lo_count, hi_count, xp):
+    """`window_codes_count` written against an array module (CuPy on a GPU; NumPy in the tests, which
+    compare it with the Numba kernel): one vectorised code per image and a bincount per window, the
+    images staying on the device. Same rows, same order (window-major, codes ascending)."""
+    n, h, wd = images.shape
+    rows, cols = h - w + 1, wd - w + 1
+    n_codes = xi ** (w * w)
+    levels = (images.astype(xp.int32) * xi) // 256
+    found = []
+    for window in range(rows * cols):
+        r, c = window // cols, window % cols
+        codes = xp.zeros(n, dtype=xp.int64)
+        for y in range(w):
+            for x in range(w):
+                codes = codes * xi + levels[:, r + y, c + x]
+        counts = xp.bincount(codes, minlength=n_codes)
+        dense = xp.nonzero((counts >= lo_count) & (counts <= hi_count))[0]
+        found.append(xp.stack([xp.full(len(dense), r), xp.full(len(dense), c), dense, counts[dense]], axis=1))
+    result = xp.concatenate(found).astype(xp.int64) if found else xp.zeros((0, 4), xp.int64)
+    return result.get() if hasattr(result, "get") else np.asarray(result)
 
 
 @njit(cache=True, parallel=True)
