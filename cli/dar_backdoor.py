@@ -95,9 +95,11 @@ def main():
     diagnosis. `--op whitened` (ours) searches z-scored principal directions of the
     low-frequency DCT band instead; its tail cells (ranked by `--rank extent`, the cell's
     length in pixel L2 units) are learned from the relabelled natural carriers and the
-    operator moves exactly that direction. Measured with `run` (README): 5k images, 1%
-    budget, kappa 0, 3 seeds: see the README's item 9 for teacher / KD-student ASR and the
-    random-relabel control (the issue's gates are missed at this scale).
+    operator moves exactly that direction. Measured with `run --op whitened --kappa 0` at the
+    issue's acceptance size (README item 13: Fashion-MNIST 20k, cnn-s width 32, batch 128, 6
+    epochs, 1% budget, 3 seeds): DAR teacher ASR 80.3%, clean-KD student 79.4%, BadNets 96.1% ->
+    7.9% through the same KD, random relabelling 20.1%, C-Acc 0.898 vs 0.907 clean. At 5k images
+    the same operator reaches only 40-50% (items 9 and 11).
 
     \b
     EXAMPLES
