@@ -50,4 +50,3 @@ def test_box_bounds_are_kept_and_the_projected_gradient_vanishes():
     assert np.all(x >= lower) and np.all(x <= upper)
     assert np.abs(projected_gradient(x, g, lower, upper)).max() < 1e-8
     assert np.abs(g[0]).max() > 1.0  # at the bounds the raw gradient does not vanish
-

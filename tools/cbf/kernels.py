@@ -880,6 +880,7 @@ def cbf_filter(outcome, valid, vnodes, snodes, m0, w0, switch, carry, *outs):
 def pf_filter(kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest):
     """`_pf_jobs` over ranges of the S x R runs on -j threads (rest: the outputs, collapses, signals, tables,
     use_table, as `_pf_jobs` takes them). Each run seeds its own generators, so the split changes nothing."""
+
     def job(lo, hi):
         _pf_jobs(lo, hi, kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest)
 
