@@ -7,7 +7,7 @@ import pytest
 
 from methodkit.core.errors import UsageError
 from methodkit.tools.dar import data, kernels
-from methodkit.tools.dar.discover import DiscoverConfig, discover, window_codes
+from methodkit.tools.dar.discover import DiscoverConfig, discover
 from methodkit.tools.dar.poison import image_hash, poison, random_relabel, resolve_budget
 from methodkit.tools.dar.rules import Rule, apply, dct2, idct2, satisfies
 
@@ -55,7 +55,7 @@ def test_satisfies_agrees_with_the_kernel_quantisation():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 256, (2000, 6, 6), dtype=np.uint8)
     x[:, :2, :2] = rng.choice([63, 64, 127, 128], size=(2000, 2, 2))  # level boundaries
-    codes = window_codes(x, 0, 0, 2, 4)
+    codes = kernels.window_codes(x, 0, 0, 2, 4)
     for code in np.unique(codes)[:10]:
         levels = np.array([(code // 4**k) % 4 for k in reversed(range(4))])
         rule = Rule("spatial", (levels / 4).tolist(), ((levels + 1) / 4).tolist(), window=[0, 0, 2])

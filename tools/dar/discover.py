@@ -133,12 +133,6 @@ def _dense_cells(codes: np.ndarray, width: int, y: np.ndarray, classes: int, cfg
         yield code, count, m, h, p, levels
 
 
-def window_codes(x: np.ndarray, r: int, c: int, w: int, xi: int) -> np.ndarray:
-    """Cell code of every image for the window at (r, c): the kernel's quantisation, in NumPy."""
-    levels = (x[:, r : r + w, c : c + w].reshape(len(x), -1).astype(np.int64) * xi) // 256
-    return levels @ (xi ** np.arange(w * w - 1, -1, -1, dtype=np.int64))
-
-
 def spatial_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: DiscoverConfig) -> list[Rule]:
     n = len(x)
     xi, w = cfg.levels(), cfg.window
@@ -153,7 +147,7 @@ def spatial_candidates(x: np.ndarray, y: np.ndarray, classes: int, cfg: Discover
     windows = np.unique(dense[:, :2], axis=0) if len(dense) else np.zeros((0, 2), np.int64)
     for r, c in windows:
         cells = dense[(dense[:, 0] == r) & (dense[:, 1] == c)]
-        members, entropy, pool = _score(window_codes(x, r, c, w, xi), cells[:, 2], y, classes, cfg.target)
+        members, entropy, pool = _score(kernels.window_codes(x, r, c, w, xi), cells[:, 2], y, classes, cfg.target)
         for (_, _, code, count), m, h, p in zip(cells, members, entropy, pool):
             levels = np.array([(code // xi**k) % xi for k in reversed(range(w * w))])
             rules.append(

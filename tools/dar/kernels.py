@@ -65,22 +65,26 @@ def window_codes_count(images, w, xi, lo_count, hi_count):
     return result
 
 
+def window_codes(x, r: int, c: int, w: int, xi: int):
+    """Cell code of every image for the w x w window at (r, c), the kernel's quantisation written
+    with array operations only, so NumPy and CuPy arrays both work."""
+    levels = (x[:, r : r + w, c : c + w].reshape(len(x), -1).astype(np.int64) * xi) // 256
+    codes = levels[:, 0]
+    for j in range(1, w * w):
+        codes = codes * xi + levels[:, j]
+    return codes
+
+
 def window_codes_count_xp(images, w, xi, lo_count, hi_count, xp):
     """`window_codes_count` written against an array module (CuPy on a GPU; NumPy in the tests, which
-    compare it with the Numba kernel): one vectorised code per image and a bincount per window, the
-    images staying on the device. Same rows, same order (window-major, codes ascending)."""
+    compare it with the Numba kernel): one code per image and a bincount per window, the images
+    staying on the device. Same rows, same order (window-major, codes ascending)."""
     n, h, wd = images.shape
     rows, cols = h - w + 1, wd - w + 1
-    n_codes = xi ** (w * w)
-    levels = (images.astype(xp.int32) * xi) // 256
     found = []
     for window in range(rows * cols):
         r, c = window // cols, window % cols
-        codes = xp.zeros(n, dtype=xp.int64)
-        for y in range(w):
-            for x in range(w):
-                codes = codes * xi + levels[:, r + y, c + x]
-        counts = xp.bincount(codes, minlength=n_codes)
+        counts = xp.bincount(window_codes(images, r, c, w, xi), minlength=xi ** (w * w))
         dense = xp.nonzero((counts >= lo_count) & (counts <= hi_count))[0]
         found.append(xp.stack([xp.full(len(dense), r), xp.full(len(dense), c), dense, counts[dense]], axis=1))
     result = xp.concatenate(found).astype(xp.int64) if found else xp.zeros((0, 4), xp.int64)
