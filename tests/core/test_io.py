@@ -185,3 +185,29 @@ def test_refuse_existing_names_the_file_unless_forced(tmp_path):
         io.refuse_existing(out)
     io.refuse_existing(out, force=True)
     assert out.read_text() == "kept\n"
+
+
+def test_parquet_runs_on_one_arrow_thread_each_way(tmp_path):
+    """Parquet reads and writes cut pyarrow's pools to one thread (with more, pyarrow 26 aborts the
+    process at exit now and then: see io._parquet_engine)."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys, pandas as pd, pyarrow\n"
+        "from methodkit.core import io\n"
+        "pools = lambda: [pyarrow.cpu_count(), pyarrow.io_thread_count()]\n"
+        "before = pools()\n"
+        "io.write_table(pd.DataFrame({'a': [1.0, 2.0]}), sys.argv[1])\n"
+        "written = pools()\n"
+        "pyarrow.set_cpu_count(4); pyarrow.set_io_thread_count(4)\n"
+        "frame = io.read_table(sys.argv[1])\n"
+        "print(json.dumps([before, written, pools(), list(frame['a'])]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", script, str(tmp_path / "t.parquet")],
+        capture_output=True, text=True, check=True, env={"OMP_NUM_THREADS": "4", "PATH": ""},
+    )  # fmt: skip
+    before, written, read, values = json.loads(proc.stdout)
+    assert before[0] == 4 and written == read == [1, 1] and values == [1.0, 2.0]

@@ -18,6 +18,7 @@ import warnings
 import zlib
 from pathlib import Path
 
+from methodkit.core import io
 from methodkit.core.errors import DataError, RunFailure, require
 
 PACKAGES = ("r-cran-caret", "r-cran-pls")
@@ -132,9 +133,7 @@ def convert(root: Path, out: Path) -> list[str]:
     }
     frames.update(pls_frames(root / PLS))
     for name, frame in frames.items():
-        tmp = out / f".{name}.parquet.part"
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, out / f"{name}.parquet")
+        io.write_table(frame, out / f"{name}.parquet", force=True)  # atomic: tmp file + rename
     return sorted(frames)
 
 
@@ -159,9 +158,7 @@ def fetch(out: Path | None = None) -> list[str]:
 
 def load(name: str):
     """A fetched data set from the Parquet cache."""
-    import pandas as pd
-
     path = parquet_path(name)
     if not path.exists():
         raise DataError(f"data set '{name}' is not fetched yet; run 'pls-test datasets --fetch' (apt-get download)")
-    return pd.read_parquet(path)
+    return io.read_table(path)
