@@ -109,18 +109,20 @@ def _as_input(source: str | os.PathLike | InputBytes) -> InputBytes:
 _FIELDS_RE = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
 
 
-def _parquet_engine():
-    """pyarrow with its CPU and I/O thread pools cut to one thread each, for every Parquet read and write.
-    With bigger pools pyarrow 26 aborts the process at exit now and then ("terminate called without an
-    active exception", apache/arrow#34314), more often on a loaded machine: read_table("-") then
+def _parquet_engine() -> None:
+    """Cut pyarrow's CPU and I/O thread pools to one thread each, before every Parquet read and write.
+
+    With bigger pools pyarrow 26 aborts the process at exit now and then ("terminate called without
+    an active exception", apache/arrow#34314), more often on a loaded machine: read_table("-") then
     write_table("-") of Parquet, 4 processes at a time on 2 cores, died in 23 of 300 runs with the
-    default pools and in 0 of 300 with these (the suite's stdin round-trip test had failed so in CI). A tool that finished its work must not die on the way out; the tables this
-    toolbox reads are small enough that the lost decode threads do not matter."""
+    default pools and in 0 of 300 with one thread (the suite's stdin round-trip test had failed so in
+    a fresh-clone CI). A finished tool must not die on the way out; the price is single-threaded
+    decoding of large Parquet files.
+    """
     import pyarrow
 
     pyarrow.set_cpu_count(1)
     pyarrow.set_io_thread_count(1)
-    return pyarrow
 
 
 def read_table(
