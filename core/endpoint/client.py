@@ -26,6 +26,10 @@ from methodkit.core.errors import RunFailure, UsageError
 from methodkit.core.progress import silent
 
 
+class _NotStarted(Exception):
+    """A queued request skipped because another one already failed for good."""
+
+
 class EndpointError(RunFailure):
     """Requests failed after their retries. `partial[i]` is the Answer to request i, or None."""
 
@@ -131,12 +135,11 @@ class Endpoint:
             for future in as_completed(futures):
                 try:
                     answers[futures[future]] = future.result()
-                except CancelledError:
+                except (CancelledError, _NotStarted):
                     continue
                 except EndpointError as exc:
                     if failure is None:
                         failure = exc
-                        self._stop.set()  # waiting retries give up, queued requests never start
                         for other in futures:
                             other.cancel()
                     continue
@@ -156,6 +159,8 @@ class Endpoint:
         return answers  # type: ignore[return-value]
 
     def _ask_one(self, request: Request, key: str | None) -> Answer:
+        if self._stop.is_set():
+            raise _NotStarted
         params = self._params(request)
         attempt = 0
         while True:
@@ -171,6 +176,7 @@ class Endpoint:
                     )
                     last_try = self._stop.wait(wait)
                 if last_try:
+                    self._stop.set()  # retries waiting elsewhere give up, queued requests never start
                     tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
                     raise EndpointError(
                         f"request to {self.url} failed after {tries}; {failed.last()}",
