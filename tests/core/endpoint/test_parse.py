@@ -19,12 +19,14 @@ from methodkit.core.endpoint.parse import Parsed, parse_choice, parse_json, pars
         ("Answer is: D", "D"),
         ("**B**", "B"),
         ("I pick **(A)** here", "A"),
+        ("After weighing both, **C** is right", "C"),
         ("C", "C"),
         ("  d  ", "D"),
         ("Option B", "B"),
         # reasoning first, conclusion last: the last explicit answer wins over earlier mentions
         ("A looks plausible and (C) too, but the final answer: **D**", "D"),
         ("The answer is B, not option A", "B"),
+        ("My first answer: A. On reflection the answer is C.", "C"),
         # the article "a" is not a choice
         ("The answer is a bit unclear, but (C)", "C"),
     ],
@@ -57,6 +59,7 @@ def test_choice_letters_are_configurable():
         ("Yes, the cup is on the table.", True),
         ("Answer: yes", True),
         ("Thinking about it... The answer is no", False),
+        ("No doubt about it. Answer: yes", True),  # the marker wins over the leading word
         ("I would say yes", True),
         ("True", True),
     ],
@@ -78,6 +81,8 @@ def test_yes_no_parse_errors(text):
         ('{"winner": "A", "score": 0.7}', {"winner": "A", "score": 0.7}),
         ('Sure!\n```json\n{"winner": "B"}\n```\nHope that helps.', {"winner": "B"}),
         ('```\n{"winner": "B"}\n```', {"winner": "B"}),
+        # the fenced block wins over an earlier object quoted in the prose
+        ('The format is {"winner": "A or B"}.\n```json\n{"winner": "B"}\n```', {"winner": "B"}),
         ('The verdict is {"winner": "A", "why": {"len": 2}} as asked.', {"winner": "A", "why": {"len": 2}}),
     ],
 )
