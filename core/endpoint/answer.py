@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class Answer:
 
     @classmethod
     def from_stored(cls, record: dict) -> Answer:
-        return cls(**{**record, "cached": True})
+        known = {f.name for f in fields(cls)}  # a cache written by another version may hold more
+        return cls(**{k: v for k, v in record.items() if k in known and k != "cached"}, cached=True)
 
 
 class MalformedBody(ValueError):

@@ -87,7 +87,6 @@ class Endpoint:
             self.transport = BaselineTransport(spec.name, _baseline_function(baselines, spec.name))
         # A baseline is a local function: caching it would only add disk traffic.
         self.cache = cache if spec.kind != "baseline" else None
-        self._stop = threading.Event()
 
     @property
     def url(self) -> str:
@@ -128,10 +127,10 @@ class Endpoint:
         done = total - len(todo)
         progress(phase, done, total)
         failure: EndpointError | None = None
-        self._stop.clear()
+        stop = threading.Event()  # set once a request fails for good (or on Ctrl-C): nothing new starts
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="endpoint")
         try:
-            futures = {pool.submit(self._ask_one, requests[i], keys[i]): i for i in todo}
+            futures = {pool.submit(self._ask_one, requests[i], keys[i], stop): i for i in todo}
             for future in as_completed(futures):
                 try:
                     answers[futures[future]] = future.result()
@@ -145,6 +144,9 @@ class Endpoint:
                     continue
                 done += 1
                 progress(phase, done, total)
+        except BaseException:
+            stop.set()  # an interrupt or a bug: waiting retries give up, queued requests never start
+            raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if failure is not None:
@@ -158,9 +160,16 @@ class Endpoint:
             )
         return answers  # type: ignore[return-value]
 
-    def _ask_one(self, request: Request, key: str | None) -> Answer:
-        if self._stop.is_set():
+    def _ask_one(self, request: Request, key: str | None, stop: threading.Event) -> Answer:
+        if stop.is_set():
             raise _NotStarted
+        try:
+            return self._attempts(request, key, stop)
+        except BaseException:
+            stop.set()  # set here, in the worker, so its own next queued request does not start either
+            raise
+
+    def _attempts(self, request: Request, key: str | None, stop: threading.Event) -> Answer:
         params = self._params(request)
         attempt = 0
         while True:
@@ -168,15 +177,14 @@ class Endpoint:
             try:
                 answer = self.transport.send(request.messages, params)
             except AttemptFailed as failed:
-                last_try = not failed.retryable or attempt > self.retry.retries or self._stop.is_set()
+                last_try = not failed.retryable or attempt > self.retry.retries or stop.is_set()
                 if not last_try:
                     wait = self.retry.delay(attempt, failed.retry_after)
                     self.on_event(
                         f"{self.url}: {failed.describe()}; retry {attempt}/{self.retry.retries} in {wait:.2f} s"
                     )
-                    last_try = self._stop.wait(wait)
+                    last_try = stop.wait(wait)
                 if last_try:
-                    self._stop.set()  # retries waiting elsewhere give up, queued requests never start
                     tries = f"{attempt} attempt" + ("s" if attempt != 1 else "")
                     raise EndpointError(
                         f"request to {self.url} failed after {tries}; {failed.last()}",

@@ -91,6 +91,8 @@ def redact_url(url: str) -> str:
     """The URL without user:password@ and without a query string, fit for an error line or a record."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -228,3 +228,20 @@ def test_progress_reports_cached_and_new_answers(chat_server, tmp_path):
         [Request.user(f"q{i}") for i in range(3)], progress=lambda phase, done, total: seen.append((done, total))
     )
     assert seen[0] == (1, 3) and seen[-1] == (3, 3)
+
+
+def test_a_request_for_good_failed_stops_the_others_waiting_to_retry(chat_server):
+    import time
+
+    s = chat_server
+
+    def respond(body):
+        if body["messages"][-1]["content"] == "bad":
+            return s.status(400, message="bad request")
+        return s.status(429, retry_after="30")
+
+    s.responder = respond
+    started = time.monotonic()
+    with pytest.raises(EndpointError, match="last status 400"):
+        make(s, concurrency=2, retries=3).ask_many([Request.user("busy"), Request.user("bad")])
+    assert time.monotonic() - started < 10  # not the 30 s the 429 asked for

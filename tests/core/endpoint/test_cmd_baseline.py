@@ -126,3 +126,20 @@ def test_a_lazy_baseline_entry_is_imported_on_use():
     registry = BaselineRegistry({"upper": "operator:itemgetter"})
     assert registry.resolve("upper").__name__ == "itemgetter"
     assert not isinstance(registry["upper"], str)  # resolved once, then kept
+
+
+def test_a_baseline_that_raises_stops_the_queue():
+    calls = []
+    registry = BaselineRegistry()
+
+    @registry.register("fragile")
+    def _fragile(messages, params):
+        calls.append(messages[-1]["content"])
+        if messages[-1]["content"] == "bad":
+            raise ValueError("baseline bug")
+        return "ok"
+
+    endpoint = Endpoint(parse_spec("fragile", registry), baselines=registry, concurrency=1)
+    with pytest.raises(ValueError, match="baseline bug"):
+        endpoint.ask_many([Request.user(t) for t in ("a", "bad", "c", "d")])
+    assert calls == ["a", "bad"]

@@ -119,3 +119,8 @@ def test_cache_path_that_cannot_be_opened_is_a_usage_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UsageError, match="--cache .*cannot open the response cache"):
         ResponseCache(tmp_path / "file" / "cache.sqlite")
+
+
+def test_a_cached_answer_from_another_version_with_more_fields_still_loads():
+    record = {**Answer("B").stored(), "reasoning": "added later"}
+    assert Answer.from_stored(record) == Answer("B", cached=True)

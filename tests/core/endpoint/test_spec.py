@@ -70,3 +70,7 @@ def test_base_url_must_be_http(bad):
 
 def test_redact_url_drops_credentials_and_query():
     assert redact_url("https://user:pw@example.org:8443/v1?key=s3cret") == "https://example.org:8443/v1"
+
+
+def test_redact_url_keeps_ipv6_brackets():
+    assert redact_url("http://[::1]:8000/v1") == "http://[::1]:8000/v1"
