@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -231,13 +232,13 @@ def test_progress_reports_cached_and_new_answers(chat_server, tmp_path):
 
 
 def test_a_request_for_good_failed_stops_the_others_waiting_to_retry(chat_server):
-    import time
-
     s = chat_server
 
     def respond(body):
         if body["messages"][-1]["content"] == "bad":
-            return s.status(400, message="bad request")
+            step = s.status(400, message="bad request")
+            step.delay = 0.5  # fail for good only once the other request is waiting out its Retry-After
+            return step
         return s.status(429, retry_after="30")
 
     s.responder = respond
