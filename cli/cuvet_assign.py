@@ -229,7 +229,7 @@ def fit_cmd(
     unpruned trees' leaves (bench's leaf_bound, from the true probabilities) reaches only
     .865-.888 of the oracle value, about what the root allows (README).
 
-    Where CUVET-B's 20% shortfall goes (bench/cuvet_gap.py, 500k rows, 3 seeds; shares of
+    Where CUVET-B's 20% shortfall goes (bench/cuvet/gap.py, 500k rows, 3 seeds; shares of
     the oracle's true incremental value): its tree is the root, and the best policy on the
     root with the true curves gets .870 (partition loss 13 points); the power law costs
     nothing there (one leaf) and 3.4 points on the true cohorts (.966); CUVET-B's own policy

@@ -256,7 +256,7 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
             raise click.UsageError(f"--model {model}: its stem does not match the key (key made from another model)")
         w_pixel = stem.pixel_matrix()
     run.threads()
-    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/gpu_nte.py)
+    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/nte/gpu.py)
     xp = None
     if run.params.get("device") == "cuda":
         from methodkit.core.backend import array_module

@@ -22,7 +22,7 @@ direction's sd), longest first; `reach` is the same in z units. A long tail puts
 carriers far from every image that keeps its label (the separation pixel cells lack), and the
 operator can place a trigger there without leaving the support of clean data; measuring the length
 in pixels rather than z prefers leading directions, whose z unit is a larger image change (a 5k-image
-study, bench/dar_rank_study.py: README).
+study, bench/dar/rank_study.py: README).
 """
 
 from __future__ import annotations
