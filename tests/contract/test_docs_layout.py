@@ -2,22 +2,28 @@
 
 Fails when a console script has no README section or no docs/<method>.md link there, when a section
 grows past its budget (a method's detail belongs in its report), when README grows past its total
-budget, or when README or a report cites a docs/ or bench/ file that does not exist.
+budget, or when README or a report cites a docs/ or bench/ file that does not exist; and when a
+command or verb has no help text, or its help carries results narrative (that goes to docs/).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import tomllib
 from pathlib import Path
 
+import click
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 README_MAX_LINES = 400  # CONVENTIONS: a user's guide of at most about 400 lines
 SECTION_MAX_LINES = 25  # per method (and per shared block): what, claim, one pipeline, a small table
-SCRIPTS = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"])
+ENTRY_POINTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+SCRIPTS = sorted(ENTRY_POINTS)
+# Words of a lab notebook, not of usage: figures belong in docs/<method>.md with their commands.
+NARRATIVE = re.compile(r"\bsession\b|load average|\bREADME\b|\bmeasured on\b", re.IGNORECASE)
 CITED_FILE = re.compile(r"\b(?:bench|docs)/[\w./-]+\.(?:py|sh|txt|md|csv|jsonl|json|toml|parquet)\b")
 
 
@@ -87,3 +93,23 @@ def test_every_report_is_linked_from_readme():
 def test_cited_files_exist(doc):
     missing = sorted({m for m in CITED_FILE.findall((REPO / doc).read_text()) if not (REPO / m).exists()})
     assert not missing, f"{doc} cites files that do not exist: {missing}"
+
+
+def commands(name: str):
+    """(prog, click command) for a script and each of its verbs, loaded without running anything."""
+    module, attr = ENTRY_POINTS[name].split(":")
+    stack = [(name, getattr(importlib.import_module(module), attr))]
+    while stack:
+        prog, command = stack.pop()
+        yield prog, command
+        if isinstance(command, click.Group):
+            stack += [(f"{prog} {verb}", sub) for verb, sub in command.commands.items()]
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_help_says_what_and_not_results(name):
+    for prog, command in commands(name):
+        text = command.help or ""
+        assert text.strip(), f"`{prog} --help` has no description (is the docstring a real docstring?)"
+        found = NARRATIVE.search(text)
+        assert not found, f"`{prog} --help` carries results narrative ({found.group(0)!r}): move it to docs/"
