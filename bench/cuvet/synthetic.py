@@ -4,8 +4,8 @@
 
 Seed s trains on synthetic(rows, seed=s) and tests on synthetic(rows, seed=1000+s), same true
 cohorts (truth seed 0). The budget is 20/40/60% of the true expected cost of giving every
-test user the costliest arm (compare.true_max_spend; before session 6: of its estimate on the
-training rows, 1.8% above / 1.2% and 0.6% below the truth in seeds 0 / 1 / 2). Prints one line per (seed, method, budget) with the true share of the
+test user the costliest arm (compare.true_max_spend; its estimate on the training rows
+is 1.8% above / 1.2% and 0.6% below the truth in seeds 0 / 1 / 2, see docs/cuvet.md). Prints one line per (seed, method, budget) with the true share of the
 oracle's incremental value, the true relative uplift over the budget-matched uniform mix and
 true cost-feasibility, then the means and the fit + assign CPU seconds of CUVET-B per seed.
 The code path is `cuvet-assign bench --test --truth` (compare.run_split).

@@ -1,4 +1,4 @@
-"""Why does the DAR teacher implant only about half the triggered images? (session 6 diagnosis; not CI)
+"""Why does the DAR teacher implant only about half the triggered images? (docs/dar.md item 10; not CI)
 
 Usage: python -P bench/dar/implant_diagnosis.py N OUT.jsonl VICTIM [VICTIM ...] [--seed S] [--save DIR]
 VICTIM = method:width:epochs[:batch], method in dar | clean | random (e.g. dar:8:6 dar:32:6 dar:8:12).
