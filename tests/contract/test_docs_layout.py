@@ -113,3 +113,13 @@ def test_help_says_what_and_not_results(name):
         assert text.strip(), f"`{prog} --help` has no description (is the docstring a real docstring?)"
         found = NARRATIVE.search(text)
         assert not found, f"`{prog} --help` carries results narrative ({found.group(0)!r}): move it to docs/"
+
+
+@pytest.mark.parametrize(
+    "folder", sorted(p.name for p in (REPO / "bench").iterdir() if (REPO / f"docs/{p.name}.md").is_file())
+)
+def test_every_bench_file_is_cited_by_its_report(folder):
+    """A script or results file in bench/<method>/ that no report cites is a one-off: document or remove it."""
+    cited = (REPO / f"docs/{folder}.md").read_text() + README.read_text()
+    orphans = [p.name for p in sorted((REPO / "bench" / folder).iterdir()) if f"bench/{folder}/{p.name}" not in cited]
+    assert not orphans, f"bench/{folder}/ holds files docs/{folder}.md does not cite: {orphans}"
