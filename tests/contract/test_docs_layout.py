@@ -121,5 +121,6 @@ def test_help_says_what_and_not_results(name):
 def test_every_bench_file_is_cited_by_its_report(folder):
     """A script or results file in bench/<method>/ that no report cites is a one-off: document or remove it."""
     cited = (REPO / f"docs/{folder}.md").read_text() + README.read_text()
-    orphans = [p.name for p in sorted((REPO / "bench" / folder).iterdir()) if f"bench/{folder}/{p.name}" not in cited]
+    files = [p for p in sorted((REPO / "bench" / folder).iterdir()) if p.name != "__pycache__"]
+    orphans = [p.name for p in files if f"bench/{folder}/{p.name}" not in cited]
     assert not orphans, f"bench/{folder}/ holds files docs/{folder}.md does not cite: {orphans}"
