@@ -1,5 +1,5 @@
 #!/bin/sh
-# dar-backdoor: the acceptance grid (README item 13). Fashion-MNIST 20,000 train images, full
+# dar-backdoor: the acceptance grid (docs/dar.md item 13). Fashion-MNIST 20,000 train images, full
 # 10k test, cnn-s (width 32) teacher / cnn-xs student, 6 epochs, batch 128, 1% = 200 relabels, target 0,
 # whitened operator at kappa 0; clean, dar, random, badnets x seeds 0-2, one process per run, JOBS at a
 # time (one torch thread each). About 8 CPU-minutes per run on the 2-core machine (12 runs).

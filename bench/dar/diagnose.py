@@ -6,7 +6,7 @@ cost) or salient (pool <= 1.2 x budget, most expensive operator first: the rules
 average image). Prints the rule, the share of relabelled train images the teacher predicts as
 the target (did it fit them?), of conflicting members, test ASR at kappa 0 / 0.5 / 1 and, with
 kd, the clean KD student's ASR. Fashion-MNIST, first N train / 2,000 test images, target 0.
-The figures in the README's dar-backdoor section were measured with this script.
+The figures of docs/dar.md item 3 were measured with this script.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Fashion-MNIST, first N train / 1,000 test images, target 0, cnn-s width 8, batch
 Per variant: relabelled count, fit (share of relabelled train images the teacher predicts as the
 target), conflicting members (and the share predicted target), natural test carriers of the rule
 (non-target test images satisfying it) and the share predicted target, C-Acc, ASR at kappa 0/0.5/1,
-and the near-duplicate count / isolation of the rule. The README's dar-backdoor diagnosis was
+and the near-duplicate count / isolation of the rule. The diagnosis in docs/dar.md (item 6) was
 measured with this script (and its predecessor bench/dar/diagnose.py).
 """
 

@@ -1,4 +1,4 @@
-"""Probe behind `--op whitened` (not part of the tool; the numbers in the README's dar-backdoor section).
+"""Probe behind `--op whitened` (not part of the tool; its numbers are in docs/dar.md, item 8).
 
 Usage: python -P bench/dar/whitened_probe.py N EPOCHS SHARE CANDIDATE [CANDIDATE ...]
 Fashion-MNIST, first N train / 1,000 test images, target 0, budget SHARE of N, cnn-s teacher / cnn-xs
