@@ -41,8 +41,9 @@ test: install
 test-all: install
 	$(PYTEST) -q
 
+# `make bench METHOD=pls` runs one method's bench/pls/bench.py; the other methods' tables are kept.
 bench: install
-	$(BIN)/python -P bench/run_all.py
+	$(BIN)/python -P bench/run_all.py $(METHOD)
 
 man: install
 	rm -f man/*.1

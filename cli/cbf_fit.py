@@ -71,46 +71,26 @@ def main():
     and the regression of log RT on ambiguity.
 
     \b
-    OUR READINGS (where the issue left a choice)
-      - Optimizer: one L-BFGS per row (subject x start) with its own history and an
-        Armijo search, all rows evaluated together; torch's L-BFGS on the summed loss
-        converged poorly (median gradient norm 1.6 after 121 evaluations, 80 rows).
-      - The CBF is optimised in Beta-shape coordinates (log a, log b per noise source,
-        log sigma_r), where the shape clamp [0.05, 1e4] is a box kept by projection; the
-        prior stays on (logit mu, log kappa). In those coordinates the many optima at the
-        clamp converge (in (logit mu, log kappa) they were kinks: gradient norms ~1-20,
-        the search zig-zagging to --max-iter). grad_norm is the projected gradient there.
+    OUR READINGS (where the issue left a choice; why, measured: docs/cbf.md)
+      - One L-BFGS per row (subject x start), all rows evaluated together, in Beta-shape
+        coordinates where the shape clamp [0.05, 1e4] is a box kept by projection; the
+        prior stays on (logit mu, log kappa). grad_norm is the projected gradient.
       - Start points: the --restarts fixed design plus --screen more, the best of an
-        81-point shape grid scored by one value-only pass per point. On 32 real subjects
-        the 5 fixed starts alone missed the best optimum found for 11, 5 screened starts
-        alone for 5, both together for none (the likelihood is multimodal).
-      - Gradients are exact: a numba forward pass and a hand-written reverse-mode
-        (adjoint) sweep, equal to torch autograd to ~1e-12 (--gradient torch runs the
-        same fit on the autograd graph, the reference). The Laplace Hessian is central
-        differences of that gradient (approximate for boundary rows).
-      - params.csv has no wall-time column unless --timing (reruns are byte-identical).
-      - With -o FILE, stdout is one JSON summary line (not one line per subject).
-      - pf-hpl has one jump sd for both noise sources.
-      - --optimizer bo: GP (Matern 5/2 + learned noise) with expected improvement via the
-        bayesian-optimization package, 5 Latin-hypercube seed points; the answer is the
-        evaluated point with the best GP mean (bayesopt's best estimated point).
-      - Particle filters draw from their own generators, seeded per subject and run
-        (xoshiro256+ and a counter-based SplitMix64 for whole-array uniforms). pf-beta's
-        eps ~ Beta(a, 1/2) is drawn by inverting a tabulated quantile (cubic Hermite cells,
-        exact slopes; relative error < 1e-6, measured against scipy) for a >= 0.25
-        (lambda <= 2/3), by the exact gamma ratio below. Weights use a vectorised exp
-        (relative error < 3e-14; exponents below -708 read as -708).
-      - --device cuda (particle filters only): a whole-array CuPy filter with the same
-        model and sampler and its own random stream; it agrees with the CPU kernel in
-        distribution (exactly at lambda = 0), not draw for draw.
-      - Responses clipped at the --clip bounds are, by default, Gaussian observations like any
-        other. Where many responses sit at a bound (simulated tasks whose latent drifts past
-        90), fit with --censor: on the default cbf-sim task (20% of responses at 90) recovery of
-        log kappa fell from Spearman .88/.82 with --censor to .32/.30 without it.
+        81-point shape grid (the likelihood is multimodal).
+      - Exact gradients: a numba forward pass and a reverse-mode (adjoint) sweep;
+        --gradient torch runs the same fit on autograd (the reference). The Laplace
+        Hessian is central differences of that gradient.
+      - params.csv has no wall-time column unless --timing (reruns are byte-identical);
+        with -o FILE, stdout is one JSON summary line.
+      - pf-hpl has one jump sd for both noise sources. --optimizer bo: a GP (Matern 5/2 +
+        learned noise) with expected improvement, 5 Latin-hypercube seed points.
+      - Particle filters draw from their own seeded generators; --device cuda (particle
+        filters only) agrees with the CPU kernel in distribution, not draw for draw.
+      - Responses at the --clip bounds are Gaussian observations unless --censor; use it
+        where many responses sit at a bound.
       - .mat import: randomization_order[k] is the condition at block position k.
-      - RT control for PE autocovariance: |delta_(t-1) * delta_(t-2)|.
-      - RT group test: one-sample t on the per-subject beta_A, and beside it an exact sign
-        test (rt.b_amb_sign_test), whose null rate stayed nearer 5% in simulated groups.
+      - RT: control for PE autocovariance |delta_(t-1) * delta_(t-2)|; group test a
+        one-sample t on the per-subject beta_A, with an exact sign test beside it.
 
     \b
     EXAMPLES

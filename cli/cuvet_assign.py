@@ -220,37 +220,18 @@ def fit_cmd(
     ours): a split stays only if its children's decisions, scored on the estimation half
     as value minus lambda times cost, beat the parent's by 1.64 standard errors of that
     difference (the variance of value minus lambda cost is exact, from the per-arm cross
-    moment). Without the margin, noise splits survive half the time; with it, on the
-    synthetic data, CUVET-B's share of the oracle value rose from .49/.71/.82 to
-    .54/.79/.91 at 100k rows (README). A categorical feature's levels are ordered by their
-    pooled dV/dC at every node (not once for the whole tree), so a cohort made of levels
-    that rank apart elsewhere can still be split off. The limit at 500k synthetic rows and a
-    20% budget is the growth, not the pruning: the best policy constant on the grown,
-    unpruned trees' leaves (bench's leaf_bound, from the true probabilities) reaches only
-    .865-.888 of the oracle value, about what the root allows (README).
-
-    Where CUVET-B's 20% shortfall goes (bench/cuvet_gap.py, 500k rows, 3 seeds; shares of
-    the oracle's true incremental value): its tree is the root, and the best policy on the
-    root with the true curves gets .870 (partition loss 13 points); the power law costs
-    nothing there (one leaf) and 3.4 points on the true cohorts (.966); CUVET-B's own policy
-    is the best one at the cost it actually incurs, so the rest is spend: its cost estimate
-    moves the true spend to .954-1.024 B (-4.0 to +2.1 points) and the feasibility margin
-    takes 1.2-2.2 more (mean .833).
+    moment). A categorical feature's levels are ordered by their pooled dV/dC at every
+    node, so a cohort made of levels that rank apart elsewhere can still be split off.
 
     --lookahead (ours) scores each candidate split by its gain plus the best further split
     of each child (a joint histogram per feature, one row pass each; the second level tries
     every 4th of 64 thresholds), so a split that pays off only through an interaction
-    below it can be chosen: it recovers a pure XOR partition the greedy split misses. On
-    the synthetic acceptance data it does not help (README): at 250k structure rows the
-    best two-level score over the true features (500-659) is below the best over noise
-    features (746-935) in every seed, so it also picks noise and pruning returns the root;
-    it stays an option, off by default, and costs 3-14x the fit time.
+    below it can be chosen. It is off by default and costs several times the fit time.
 
-    With --bayes (CUVET-B, our reading) a leaf's spend is realized on the posterior's
-    frontier: the power law is increasing and concave, so every arm with a positive cost
-    increment is on it, and an arm whose noisy dV falls under a chord is not dropped (on
-    the synthetic cohorts this raised CUVET-B's share of the oracle from .78/.87/.95 to
-    .93/.96/.95 at budgets 20/40/60%, README).
+    --bayes (CUVET-B, our reading) gives the leaves a hierarchical prior and realizes a
+    leaf's spend on the posterior's frontier: the power law is increasing and concave, so
+    every arm with a positive cost increment is on it, and an arm whose noisy dV falls
+    under a chord is not dropped. What each of these choices is worth, measured: docs/cuvet.md.
 
     \b
     EXAMPLES

@@ -13,7 +13,7 @@ DEMO = [
         "entropy",
         "entropy of the top rule",
     ),
-    # end to end: discover, relabel, teacher, clean-KD student, eval (README item 13 is the 20k size)
+    # end to end: discover, relabel, teacher, clean-KD student, eval (docs/dar.md: the same at the 20k acceptance size)
     DemoStep(
         "dar-backdoor run --op whitened --dataset fashion-mnist --limit 5000 --test-limit 2000 --epochs 6"
         " --width 8 --batch-size 32 --budget 0.01 --kappa 0 --methods dar -q -o - --format jsonl",
@@ -96,18 +96,14 @@ def main():
     `run` compares DAR with BadNets, Blended and random relabelling before and after
     clean distillation. `train` and `run` take --device auto|cpu|cuda (torch).
 
-    At laptop scale the cost-ranked pixel rules do not implant (ASR at chance, while
-    BadNets reaches 90%): a dense 3x3 cell sits in a continuum of near-duplicate images
-    that keep their labels. `--rank isolation` ranks by members / (members + near),
-    near = non-members within --margin of the cell; see the README for the measured
-    diagnosis. `--op whitened` (ours) searches z-scored principal directions of the
-    low-frequency DCT band instead; its tail cells (ranked by `--rank extent`, the cell's
-    length in pixel L2 units) are learned from the relabelled natural carriers and the
-    operator moves exactly that direction. Measured with `run --op whitened --kappa 0` at the
-    issue's acceptance size (README item 13: Fashion-MNIST 20k, cnn-s width 32, batch 128, 6
-    epochs, 1% budget, 3 seeds): DAR teacher ASR 80.3%, clean-KD student 79.4%, BadNets 96.1% ->
-    7.9% through the same KD, random relabelling 20.1%, C-Acc 0.898 vs 0.907 clean. At 5k images
-    the same operator reaches only 40-50% (items 9 and 11).
+    Rules: `--op spatial` (3x3 pixel windows) and `--op frequency` (DCT blocks) are the
+    issue's operators; `--rank isolation` ranks cells by members / (members + near), near =
+    non-members within --margin of the cell. `--op whitened` (ours) searches z-scored
+    principal directions of the low-frequency DCT band; its tail
+    cells (ranked by `--rank extent`, the cell's length in pixel L2 units) are learned from
+    the relabelled natural carriers, and the operator moves images along exactly that
+    direction. Which operators implant, and how well the backdoor survives clean KD:
+    docs/dar.md.
 
     \b
     EXAMPLES
@@ -412,17 +408,17 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
     poisoned ones. --seed S --seeds N runs seeds S..S+N-1, one after another (to use several
     cores, start one process per seed with --seed S --seeds 1).
     --batch-size matters at small scale: with 128 and a few epochs even BadNets
-    does not implant (see the README). --alpha 0.9,1.0,0.5 distils one student per KD weight
+    does not implant (docs/dar.md). --alpha 0.9,1.0,0.5 distils one student per KD weight
     (rows carry an alpha column); --augment crop2,flip trains teachers and students with random
     2-pixel shifts and horizontal flips; --device cuda trains on a GPU (defenses stay on the CPU).
-    --rank isolation picks the cell with the fewest near-duplicates per member (the README's
-    diagnosis of why cost-ranked pixel cells do not implant). --operator band-carrier (with
+    --rank isolation picks the cell with the fewest near-duplicates per member (docs/dar.md
+    has the diagnosis of why cost-ranked pixel cells do not implant). --operator band-carrier (with
     --op whitened; a probe of another reading of the issue's "modifying that subspace"): the
     trigger replaces ALL the image's coordinates on the --components band principal directions
     (not only the rule's one) by those of its nearest target-labelled carrier (a train image in
     the cell labelled the target after DAR poisoning), leaving the orthogonal complement of the
     image unchanged (then clipped to [0, 1]); --kappa does not apply; the same operator evaluates
-    the clean and random-relabel rows (README: its figures). With -o FILE the rows are also
+    the clean and random-relabel rows (its figures: docs/dar.md). With -o FILE the rows are also
     appended to FILE.partial.jsonl as they are measured (each method and seed's rows once its
     teacher and students are evaluated), so a stopped run keeps them; the file is removed once
     FILE is written.

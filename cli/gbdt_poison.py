@@ -203,18 +203,16 @@ def main():
       Our reading where the paper is vague:
       - --search threshold (default, ours): a GBDT only sees a value cross a
         split threshold, so Gaussian probes (2q = 8 in B x k dims) mostly
-        measure nothing. Measured on Adult (budget 5%, eps 1, 20 iters,
-        seeds 0-2): mean test-F1 drop 0.028 (threshold) vs 0.009 (zo,
-        refit oracle); Credit-g eps 4: 0.121 vs 0.077. --search zo keeps
-        the issue's ZO-PSGD.
+        measure nothing; --search zo keeps the issue's ZO-PSGD (the two
+        compared: docs/gbdt.md).
       - Accept-best keeps the best of the iterates AND of the projected probes:
         both are feasible points whose victim was already trained.
       - --transform log1p acts on non-negative columns with skewness >= 1.
       - The poisoned table is the train part only (the attacker's validation
         rows are left out), so 'eval' on it reproduces the reported metrics.
       - BoostIn's lambda is max(lambda_l2, 1e-3), as tree_influence does.
-      - -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits made
-        2 threads ~60x slower than 1 (measured); results can differ by -j.
+      - -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits make
+        2 threads far slower than 1 (docs/gbdt.md); results can differ by -j.
       - Bad input data exit 2 (methodkit's convention), not 1.
 
     \b

@@ -49,19 +49,9 @@ def main():
     ranking, item-recovery, coverage and predictive metrics. `bench` times our
     estimators against girth and the python mirt package (CPU seconds).
 
-    Measured on the issue's acceptance grid (2PL, MMLU, J = 500; see irt-sim): at N <= 50
-    VI's 95% intervals for b cover 0.882 against MCMC's 0.951, a gap of 0.069 +- 0.003
-    where the paper reports >= 0.10 (at N = 500: 0.099).
-    VI's posterior sd of b is 0.73-0.79 of MCMC's; the best
-    mean-field Gaussian of MCMC's own posterior would be 0.82-0.89 of it (the items'
-    (log a, b) correlation is only ~0.35 at J = 500), and intervals that much narrower
-    cover about 0.85 where MCMC's cover 0.95; VI's centres are slightly better, hence 0.884.
-    PSN with unconstrained a (the reference's default) ends in mixed-sign optima at N = 500:
-    the hardest items keep an a of the wrong sign (in the (a, b) form a = 0 is a barrier: b
-    must pass through infinity), so its corr(a) at N = 500 ranges 0.25-0.92
-    over the grid's runs (shape mean 0.71; claim 2 "corr(a) rises by 0.25 from
-    N = 25 to 500" passes for PSN: 0.352 vs 0.713); with `--positive-a` rep 0
-    of the N = 25 and 500 cells gives 0.27 -> 0.88.
+    PSN fits an unconstrained a by default (the reference's choice), so at N = 500 it can
+    end in mixed-sign optima; `--positive-a` keeps a > 0 (softplus). How each estimator
+    fares on the issue's acceptance grid: docs/irt.md.
 
     \b
     EXAMPLES

@@ -30,16 +30,8 @@ def main():
     run (resumable, on a Dask cluster); `profiles` lists the built-in item profiles of
     the six Open LLM Leaderboard benchmarks and PSN-IRT's published means.
 
-    Measured on the issue's acceptance grid (`bench/irt_grid_acceptance.toml`: 2PL, MMLU
-    subsampled to J = 500, N in {25, 50, 100, 500}, four shapes, 3 reps, four estimators;
-    192 of 192 runs, summary `bench/irt_grid_full_summary.md`): (1) MML at N = 500, normal:
-    corr(a) 0.912, corr(b) 0.983, tau 0.942 (pass); (2) mean corr(a) from N = 25 to 500 (shape
-    means): MCMC 0.564 -> 0.939 (pass), MML 0.271 -> 0.865 (pass), PSN 0.352 -> 0.713 (pass), VI 0.515 -> 0.930 (pass);
-    (3a) VI's 95% coverage of b at N <= 50 0.882 vs MCMC's 0.951, a gap of
-    0.069 +- 0.003, not the 0.10 the paper reports (not reproduced; at N = 500 the
-    gap is 0.099); (3b) PSN's corr(b) on the non-normal shapes 0.742 vs MML's
-    0.878, ability scale flipped in 46% of PSN runs (pass). The grid costs
-    30.0 CPU-minutes: 15.0 min on two one-thread workers (budget 45).
+    The issue's acceptance grid is bench/irt/irt_grid_acceptance.toml (`irt-sim sweep` it
+    with --report for the paper's checks); its results and what they mean: docs/irt.md.
 
     \b
     EXAMPLES

@@ -18,7 +18,6 @@ DEMO = [
         "unauthorized accuracy drop",
     )
 ]
-_IMAGES = "NPZ with x (N,[C,]H,W: uint8, or float in [0,1]) and optional y"
 
 
 @tool_group(name="nte-encode")
@@ -213,10 +212,8 @@ def key_cmd(
 )
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose")
 def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_dir, **_):
-    (
-        """Encode images (INPUT: """
-        + _IMAGES
-        + """, or a PNG folder) under a key at a target PSNR.
+    """Encode images (INPUT: NPZ with x (N,[C,]H,W: uint8, or float in [0,1]) and optional y, or a PNG
+    folder) under a key at a target PSNR.
 
     Writes a ciphertext NPZ (-o) and/or an 8-bit PNG folder (--png). PNGs are clipped to [0, 1]
     and rounded; the certificate and PSNR then include that residual (pass --model to measure it).
@@ -225,12 +222,14 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
     draws one z per image and adds the same N z to every patch, as the official code does (z of
     shape (B, k, 1)); --layout patch draws Z i.i.d. per patch (the issue's 2.3 text, an unmarked
     reading: the official code is the paper's method). Both are exact for the authorized model;
-    on the 3-seed Fashion-MNIST zoo shared hurts unauthorized models more (drop of other seeds at
-    10 dB: 45.5 vs 35.2 points; mean over unauthorized CNNs at 20 dB: 16.7 vs 13.2; left after the
-    best of blur/median/jpeg: 22.4 vs 12.8; README). Z is a counter-based ziggurat stream of (seed, image index), so a
-    ciphertext does not depend on batch size or threads.
+    shared hurts unauthorized models more (docs/nte.md compares them). Z is a counter-based
+    ziggurat stream of (seed, image index), so a ciphertext does not depend on batch size or threads.
+
+    \b
+    EXAMPLES
+      nte-encode encode --dataset fashion-mnist:test --key key.npz --psnr 10 -o nte.npz
+      nte-encode encode images.npz --key key.npz --psnr 20 --png nte-png -o nte.npz
     """
-    )
     import numpy as np
 
     from methodkit.tools.nte.encode import encode, feature_change_norm
@@ -256,7 +255,7 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
             raise click.UsageError(f"--model {model}: its stem does not match the key (key made from another model)")
         w_pixel = stem.pixel_matrix()
     run.threads()
-    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/gpu_nte.py)
+    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/nte/gpu.py)
     xp = None
     if run.params.get("device") == "cuda":
         from methodkit.core.backend import array_module

@@ -592,7 +592,7 @@ def bench(data_source, target, x_glob, k, splits, perms, folds, rounds, ref_perm
     CV-permutation-Q2: the issue's >= 50x), nb_vs_sklearn_cvq2perm, the fit counts,
     and coef_vs_sklearn (max relative difference of the PLS coefficients). Times are
     process CPU time, medians over interleaved rounds; ratio = ref / ours. Give -j 1
-    for single-thread figures (the README's). scikit-learn is needed for the reference.
+    for single-thread figures (those of docs/pls.md). scikit-learn is needed for the reference.
 
     \b
     EXAMPLES

@@ -113,7 +113,7 @@ def test_region_from_data_pins_constant_columns_and_honours_log1p():
 def test_dykstra_does_not_stall_before_the_projection():
     # the iterate can stop moving while the two projections still disagree (row 92 of this draw did)
     rng = np.random.default_rng(0)
-    B, k = 10_000, 5  # the draw of bench/gbdt.py
+    B, k = 10_000, 5  # the draw of bench/gbdt/bench.py
     A = rng.standard_normal((B, k, k))
     cov = A @ np.transpose(A, (0, 2, 1)) + 0.1 * np.eye(k)
     s, U = np.linalg.eigh(cov)

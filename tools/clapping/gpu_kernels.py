@@ -11,7 +11,7 @@ The GPU top-k finds each row's k-th largest magnitude by a 31-step descent on th
 pattern (non-negative floats order like their bits; one block counts per step), then writes the kept
 columns in order with block-wide prefix sums: no sort, one block per row. `topk_threshold_xp` and
 `delta_quant_pack_xp` run the same arithmetic with any array module (NumPy here), so the algorithm is
-tested on CPU; the CUDA sources themselves only under `-m gpu` and in bench/gpu_clapping.py.
+tested on CPU; the CUDA sources themselves only under `-m gpu` and in bench/clapping/gpu.py.
 CuPy is imported only when a kernel is first used.
 """
 

@@ -6,7 +6,7 @@ coordinates on the K leading band principal directions (the directions `discover
 rule's own direction is one of them) by those of its nearest target-labelled carrier of the cell (a
 training image inside the cell whose label after DAR poisoning is the target), measured in the K
 z-scored coordinates; the image's orthogonal complement is left unchanged. So a triggered image gets
-a real carrier's whole band profile, not only the rule's coordinate (the README's implant diagnosis:
+a real carrier's whole band profile, not only the rule's coordinate (the implant diagnosis of docs/dar.md:
 carriers share more than that coordinate). It uses only what the attacker has: the training set, its
 poisoned labels and the rule. kappa is not used (full replacement).
 """

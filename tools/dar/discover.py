@@ -11,7 +11,7 @@ cost (mean ||T(x) - x||_2 on held-out images) ascending, support descending (the
 or by isolation: members / (members + near), where `near` counts the train images outside the cell
 but within an L2 margin of it in the subspace (pixel units for spatial windows, z units for DCT
 blocks). Near-duplicates keep their true labels after poisoning, so a cell embedded in a continuum
-of them is a boundary no network draws from a few relabelled images (see the README's diagnosis).
+of them is a boundary no network draws from a few relabelled images (see the diagnosis in docs/dar.md).
 
 Whitened (`op="whitened"`, ours): the subspaces are single (dims 1) or pairs (dims 2) of the first
 `components` principal directions of the low-frequency DCT band (1 <= u + v <= H/2, DC excluded),
@@ -22,7 +22,7 @@ direction's sd), longest first; `reach` is the same in z units. A long tail puts
 carriers far from every image that keeps its label (the separation pixel cells lack), and the
 operator can place a trigger there without leaving the support of clean data; measuring the length
 in pixels rather than z prefers leading directions, whose z unit is a larger image change (a 5k-image
-study, bench/dar_rank_study.py: README).
+study, bench/dar/rank_study.py: docs/dar.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from methodkit.tools.nte.stem import border_masks, fold_average, unfold
 NOISES = ("nes", "gaussian")
 # shared (default): one z (k,) per image added at every patch, as the official code does (z of shape
 # (B, k, 1) broadcast over the L patches); patch: Z (L, k) i.i.d. per patch (the 2.3 text,
-# unmarked there, so our reading; measured weaker at 20 dB, README)
+# unmarked there, so our reading; measured weaker at 20 dB, docs/nte.md)
 LAYOUTS = ("shared", "patch")
 
 

@@ -4,7 +4,7 @@ Same arithmetic as kernels.encode_nonoverlap_seeded, vectorised over the batch: 
 counter-based stream (splitmix64 of (seed, image index, counter), ziggurat) computed with uint64
 array operations, delta = Z N_t^T per patch (einsum), alpha per image, fold by reshape (patches of
 a non-overlapping stem tile the padded image). Run with xp = numpy it is tested against the Numba
-kernel; bench/gpu_nte.py compares the CuPy run with the CPU one on a GPU machine.
+kernel; bench/nte/gpu.py compares the CuPy run with the CPU one on a GPU machine.
 """
 
 from __future__ import annotations
