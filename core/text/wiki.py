@@ -8,7 +8,7 @@ templates, links inside templates and templates inside links are handled in the 
   Media and Category namespaces and bare interlanguage links (`[[de:...]]`) are dropped;
 - external links `[http://... label]` keep the label (none: dropped);
 - references `<ref>...</ref>`, `<ref/>`, comments and the contents of math, gallery, timeline and
-  code tags are dropped; other HTML tags are removed and their contents kept; `<nowiki>` text is literal;
+  code tags are dropped; other HTML tags are removed and their contents kept (`<br>` is a space); `<nowiki>` text is literal;
 - bold/italic quotes, heading `=` signs, list markers, rules and `__MAGIC__` words are removed;
 - the article stops at a trailing section such as References, External links or See also.
 
@@ -48,6 +48,7 @@ _TOKEN = re.compile(
     r"|(?P<magic>__[A-Z]+__))",
     re.MULTILINE | re.IGNORECASE,
 )
+_LINE_BREAK = re.compile(r"<br\b", re.IGNORECASE)
 _HEADING_LINE = re.compile(r"(={1,6})[ \t]*(.*?)[ \t]*\1[ \t]*$", re.MULTILINE)
 # Sections after which an article holds only lists of sources and links.
 _TAIL_SECTIONS = {
@@ -132,6 +133,8 @@ def clean_wikitext(text: str) -> str:
                 _emit(stack, _close(stack, "ext").strip())
             else:
                 _emit(stack, "]")
+        elif kind == "tag" and _LINE_BREAK.match(match.group()):
+            _emit(stack, " ")
         elif kind == "heading_open" and len(stack) == 1:
             heading = _HEADING_LINE.match(text, match.start())
             if heading and heading.group(2).strip(" '").lower() in _TAIL_SECTIONS:
