@@ -59,6 +59,8 @@ def test_token_file_round_trip(tmp_path):
     assert np.array_equal(back.ids, tokens.ids) and np.array_equal(back.offsets, tokens.offsets)
     assert np.array_equal(back.split, split) and back.meta == tokens.meta
     assert back.meta["tokenizer"] == ByteTokenizer().spec() and back.fingerprint == tokens.fingerprint
+    other_tokenizer = {**tokens.meta, "tokenizer": {**tokens.meta["tokenizer"], "sha256": "f" * 64}}
+    assert TokenFile(tokens.ids, tokens.offsets, tokens.split, other_tokenizer).fingerprint != tokens.fingerprint
     np.savez(tmp_path / "other.npz", ids=tokens.ids)
     with pytest.raises(DataError, match="not a token file"):
         TokenFile.load(tmp_path / "other.npz")
