@@ -28,7 +28,9 @@ class Dataset:
 _REGISTRY: dict[str, Dataset] = {}
 # Modules that register more data sets when imported: core ones listed here, and every
 # `methodkit.tools.<method>.datasets` module, found by name so a method adds data without editing this file.
-_PROVIDERS: list[str] = ["methodkit.core.images"]
+_PROVIDERS: list[str] = ["methodkit.core.images", "methodkit.core.text.corpora"]
+# Name prefixes that open a user's file instead of a registered set ("text:FILE"): prefix -> loader(FILE).
+_SCHEMES: dict[str, Callable] = {}
 _loaded_providers = False
 
 
@@ -51,6 +53,10 @@ def register(dataset: Dataset) -> Dataset:
         raise ValueError(f"data set {dataset.name!r} is registered twice")
     _REGISTRY[dataset.name] = dataset
     return dataset
+
+
+def register_scheme(prefix: str, loader: Callable) -> None:
+    _SCHEMES[prefix] = loader
 
 
 def _load_providers() -> None:
@@ -78,7 +84,9 @@ def info(name: str) -> Dataset:
 
 def load(name: str):
     """The data set as a pandas DataFrame (one column per variable, target last where there is one)."""
-    frame = info(name).loader()
+    _load_providers()
+    prefix, colon, path = name.partition(":")
+    frame = _SCHEMES[prefix](path) if colon and prefix in _SCHEMES else info(name).loader()
     frame.attrs["source"] = name
     return frame
 
