@@ -1,7 +1,7 @@
 """Sizes of the core.text corpora: documents, UTF-8 bytes, and tokens of a BPE-4096 trained on each
 corpus's training split (val 0.1, seed 0), as docs/text.md reports them.
 
-    nice .venv/bin/python -P bench/_text_sizes.py
+    nice .venv/bin/python -P bench/text/sizes.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Decoding speed of core.nn.transformer with the KV cache (ours) vs recomputing the whole sequence
 every step (ref), greedy, on one CPU thread; both produce the same tokens (checked here).
 
-    nice .venv/bin/python -P bench/text.py [--threads N]
+    nice .venv/bin/python -P bench/text/bench.py [--threads N]
 
 Prints `case size ours_s ref_s ratio` (ratio = ref_s / ours_s) and the CPU seconds of each side.
 """
