@@ -35,17 +35,26 @@ class GLBackendError(UsageError):
     """The chosen GL backend cannot start here; the message says what to install or pass instead."""
 
 
+_OFF = ("disable", "disabled", "off", "false", "0")
+
+
 def default_backend() -> str:
     """MUJOCO_GL when it names one of ours, else egl."""
     env = os.environ.get("MUJOCO_GL", "").strip().lower()
-    if env in ("disable", "disabled", "off", "false", "0"):
+    if env in _OFF:
         return "none"
     return env if env in BACKENDS else "egl"
 
 
 def active_backend() -> str:
-    """The backend in force: the one `mujoco` was imported with, or the one it would be imported with."""
-    return default_backend()
+    """The backend in force: the one `mujoco` was imported with, or the one it would be imported with.
+
+    Once mujoco is loaded that is whatever MUJOCO_GL said then; unset means glfw, which needs a display.
+    """
+    if "mujoco" not in sys.modules:
+        return default_backend()
+    env = os.environ.get("MUJOCO_GL", "").strip().lower()
+    return "none" if env in _OFF else (env or "glfw")
 
 
 def select(backend: str) -> str:
@@ -96,6 +105,11 @@ def require(backend: str | None = None) -> str:
     backend = backend or active_backend()
     if backend == "none":
         raise GLBackendError("rendering is off (--gl none); pass --gl egl or --gl osmesa to render pictures")
+    if backend not in LIBRARIES:
+        raise GLBackendError(
+            f"MuJoCo was imported with the '{backend}' GL backend, which needs a display; set MUJOCO_GL=egl "
+            "(or osmesa), or let --gl choose before anything imports mujoco"
+        )
     lib = LIBRARIES[backend]
     if find_library(lib) is None:
         raise GLBackendError(missing_message(backend, f"lib{lib} not found"))

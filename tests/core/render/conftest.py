@@ -6,6 +6,9 @@ import pytest
 
 from methodkit.core.render import gl
 
+# Before any test module imports mujoco: the headless backend in force (egl unless MUJOCO_GL says otherwise).
+gl.select(gl.default_backend())
+
 SMALL = {"render": {"width": 160, "height": 120, "shadow_size": 0, "samples": 0}}
 
 

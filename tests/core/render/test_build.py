@@ -61,7 +61,9 @@ def test_primitive_sizes_masses_friction_and_pose():
 def test_an_inline_mesh_falls_and_rests_on_a_vertex_face():
     verts = [[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2]]
     faces = [[0, 2, 1], [0, 1, 3], [0, 3, 2], [1, 2, 3]]
-    scene = build.build(scene_spec([{"name": "tet", "type": "mesh", "vertices": verts, "faces": faces, "pos": [0, 0, 0.5]}]))
+    scene = build.build(
+        scene_spec([{"name": "tet", "type": "mesh", "vertices": verts, "faces": faces, "pos": [0, 0, 0.5]}])
+    )
     data = scene.new_data()
     simulate(scene, data, 1.5)
     g = mujoco.mj_name2id(scene.model, mujoco.mjtObj.mjOBJ_GEOM, "tet")

@@ -48,7 +48,11 @@ def _probe(*args, env=None):
 
     full = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
     return subprocess.run(
-        [sys.executable, "-P", "-c", SCRIPT, *args], capture_output=True, text=True, env={**full, **(env or {})}, timeout=300
+        [sys.executable, "-P", "-c", SCRIPT, *args],
+        capture_output=True,
+        text=True,
+        env={**full, **(env or {})},
+        timeout=300,
     )
 
 
@@ -96,3 +100,19 @@ def test_the_backend_cannot_change_once_mujoco_is_loaded():
         gl.select(other)
     with pytest.raises(UsageError, match="unknown GL backend 'glx'"):
         gl.select("glx")
+
+
+def test_mujoco_imported_without_a_headless_backend_is_named():
+    code = (
+        "import mujoco\n"  # before methodkit chose: MuJoCo falls back to glfw
+        "from methodkit.core.render import renderer\n"
+        "try:\n    renderer.Renderer(64, 48)\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc.message)\n"
+    )
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "PYOPENGL_PLATFORM")}
+    done = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stdout.startswith(
+        "GLBackendError MuJoCo was imported with the 'glfw' GL backend, which needs a display"
+    )
