@@ -1,9 +1,13 @@
 """Off-screen frames of a scene: RGB, depth in metres and instance segmentation, with K and T.
 
-One `Renderer` holds one mujoco.Renderer (one GL context and MuJoCo's render context) and reuses it
-for every frame, camera and MjData of a model; a different model gets a fresh one, because MuJoCo's
-render context holds that model's meshes and textures. Close it explicitly (or use `with`): GL
-contexts are a process resource and software EGL/OSMesa contexts hold their frame buffers.
+One `Renderer` holds one mujoco.Renderer, and so one GL context, for all its frames, cameras,
+MjData states and scenes. A scene with another model needs MuJoCo's render context rebuilt (it
+holds the model's meshes and textures) but not the GL context: in Mesa's software drivers a fresh
+GL context costs most of a second (shaders compiled again), a render context in a warm one tens of
+milliseconds. mujoco.Renderer has no public way to change its model, so `_retarget` swaps the three
+attributes its constructor sets up and, should a MuJoCo version lay them out differently, falls
+back to a new mujoco.Renderer. Close it explicitly (or use `with`): GL contexts are a process
+resource and software EGL/OSMesa contexts hold their frame buffers.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ class Renderer:
         self.width, self.height = width, height
         self._renderer = None
         self._model = None
-        self.contexts_opened = 0  # how many GL contexts this renderer has made (one per model)
+        self.contexts_opened = 0  # how many GL contexts this renderer has made (one unless closed between uses)
 
     def __enter__(self):
         return self
@@ -64,13 +68,16 @@ class Renderer:
     def _bind(self, model):
         if model is self._model:
             return self._renderer
-        self.close()
         limit = (model.vis.global_.offwidth, model.vis.global_.offheight)
         if self.width > limit[0] or self.height > limit[1]:
             raise DataError(
                 f"render size {self.width}x{self.height} exceeds the scene's frame buffer {limit[0]}x{limit[1]}; "
                 "raise render.width and render.height in the spec"
             )
+        if self._renderer is not None and _retarget(self._renderer, model):
+            self._model = model
+            return self._renderer
+        self.close()
         try:
             self._renderer = mujoco.Renderer(model, self.height, self.width)
         except (ImportError, RuntimeError, AttributeError, mujoco.FatalError) as exc:
@@ -113,6 +120,26 @@ class Renderer:
         K = _camera.intrinsics(float(model.cam_fovy[cid]), self.width, self.height)
         T = _camera.world_from_camera(data.cam_xpos[cid], data.cam_xmat[cid])
         return Frame(rgb, depth_img, seg, parts, K, T, model.camera(cid).name, scene.body_names())
+
+
+_RENDERER_STATE = ("_gl_context", "_mjr_context", "_scene", "_model")
+
+
+def _retarget(r, model) -> bool:
+    """Point an open mujoco.Renderer at another model inside its GL context, as its constructor would."""
+    if not all(hasattr(r, name) for name in _RENDERER_STATE) or r._gl_context is None or r._mjr_context is None:
+        return False
+    depth_map = getattr(r._mjr_context, "readDepthMap", None)  # the depth convention the renderer set up
+    r._gl_context.make_current()
+    r._mjr_context.free()
+    r._mjr_context = None
+    r._scene = mujoco.MjvScene(model=model, maxgeom=r._scene.maxgeom)
+    r._mjr_context = mujoco.MjrContext(model, mujoco.mjtFontScale.mjFONTSCALE_150.value)
+    mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN.value, r._mjr_context)
+    if depth_map is not None:
+        r._mjr_context.readDepthMap = depth_map
+    r._model = model
+    return True
 
 
 def _instances(model, scene, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -159,24 +159,33 @@ def test_png_round_trip_and_depth_millimetres(tmp_path):
     assert np.array_equal(np.asarray(Image.open(tmp_path / "d.png")), mm)
 
 
-def test_one_renderer_serves_frames_cameras_and_states_then_closes():
+def test_one_renderer_serves_frames_cameras_states_and_scenes_then_closes():
     from methodkit.core.render.renderer import Renderer
 
     scene = _ball_scene()
-    other = build.build(scene_spec([], [{"name": "c", "pos": [1, 1, 1], "target": [0, 0, 0]}]))
+    objects = [
+        {"name": "crate", "type": "box", "size": [0.3, 0.3, 0.3], "pos": [0, 0, 0.15], "texture": "checker"},
+        {"name": "someone", "type": "mjcf", "file": "person", "pos": [0.8, 0.5, 0]},
+    ]
+    other = build.build(scene_spec(objects, [{"name": "c", "pos": [3, 1, 1.5], "target": [0, 0, 0.6]}]))
     r = Renderer(160, 120)
     try:
         for cam in ("oblique", "side", "oblique"):
             r.render(scene, scene.new_data(), cam)
             r.rgb(scene, scene.new_data(), cam)
+        switched = r.render(other, other.new_data(), "c")  # another model, the same GL context
+        back = r.render(scene, scene.new_data(), "side")
         assert r.contexts_opened == 1
-        r.rgb(other, other.new_data(), "c")  # a different model needs its own render context
-        assert r.contexts_opened == 2
     finally:
         r.close()
     assert r._renderer is None
+    for sc, cam, got in ((other, "c", switched), (scene, "side", back)):
+        with Renderer(160, 120) as fresh:  # the frames equal those of a renderer made for that scene
+            want = fresh.render(sc, sc.new_data(), cam)
+        assert np.array_equal(got.rgb, want.rgb) and np.array_equal(got.depth, want.depth)
+        assert np.array_equal(got.segmentation, want.segmentation)
     r.rgb(scene, scene.new_data(), "side")  # usable again after close: a fresh context
-    assert r.contexts_opened == 3
+    assert r.contexts_opened == 2
     r.close()
 
 
