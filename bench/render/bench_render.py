@@ -10,7 +10,10 @@ frame, renders the same frame and closes it. Cases: `rgb` (colour only, the vide
 `rgb+depth+seg` (the three images and K, T), and `rgb_fast` (colour with "render": {"shadow_size": 0,
 "samples": 0}, the settings for speed). Both sides draw the same simulation states (simulation time
 excluded); the re-creating reference draws the first 8 of them (its cost per frame is flat). Wall
-seconds per frame; frames/s and CPU seconds per frame follow as comment lines.
+seconds per frame; frames/s and CPU seconds per frame follow as comment lines. A last case,
+`scene_switch`, draws one frame of each of two different scenes in turn, 8 times: ours in one
+Renderer (its GL context kept, MuJoCo's render context rebuilt per switch), the reference with a
+new Renderer for each.
 """
 
 from __future__ import annotations
@@ -83,6 +86,23 @@ def main() -> int:
                 f"# {case} {width}x{height}: {n / ours:.1f} frames/s reused, {m / ref:.1f} re-created; "
                 f"CPU s/frame {ours_cpu / n:.4f} vs {ref_cpu / m:.4f}"
             )
+    other = build.build(spec.validate({**SPEC, "objects": SPEC["objects"][:3]}, "bench"))
+    pair = [(scene, scene.new_data()), (other, other.new_data())] * 4
+    for width, height in ((320, 240), (448, 336)):
+        with Renderer(width, height) as r:
+            r.rgb(other, pair[1][1], "cam")
+            wall, cpu = time.perf_counter(), time.process_time()
+            for sc, d in pair:
+                r.rgb(sc, d, "cam")
+            ours, ours_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        wall, cpu = time.perf_counter(), time.process_time()
+        for sc, d in pair:
+            with Renderer(width, height) as fresh:
+                fresh.rgb(sc, d, "cam")
+        ref, ref_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        n = len(pair)
+        print(f"scene_switch  {width}x{height}  {ours / n:.4f}  {ref / n:.4f}  {ref / ours:.1f}")
+        notes.append(f"# scene_switch {width}x{height}: CPU s/frame {ours_cpu / n:.4f} vs {ref_cpu / n:.4f}")
     print(
         f"# backend {args.gl}; {len(states)} frames reused, 8 re-created per case; defaults: 1024 shadow map, 4x MSAA"
     )
