@@ -237,6 +237,12 @@ def _mjspec(spec: dict, seed: int):
     s.visual.headlight.ambient = [0.35, 0.35, 0.35]
     s.visual.headlight.diffuse = [0.3, 0.3, 0.3]
     world = s.worldbody
+    if (
+        spec["sky"] is not None
+    ):  # a gradient from the zenith colour to a pale horizon; not a geom, so -1 in segmentation
+        horizon = [0.5 + 0.5 * c for c in spec["sky"]]
+        s.add_texture(name="sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX, builtin=_BUILTIN_TEXTURE["gradient"],
+                      rgb1=spec["sky"], rgb2=horizon, width=128, height=128)  # fmt: skip
     if spec["floor"] is not None:
         fl = spec["floor"]
         mat = _material(s, "floor-mat", fl["rgba"], fl["texture"], plane=True)

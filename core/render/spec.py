@@ -3,7 +3,7 @@
 A spec is one JSON object (units: metres, kilograms, seconds, degrees)::
 
     {"timestep": 0.002, "gravity": [0, 0, -9.81],
-     "floor": {"size": [6, 6], "colour": "grey", "texture": "checker", "friction": 1.0},
+     "floor": {"size": [6, 6], "colour": "grey", "texture": "checker", "friction": 1.0}, "sky": true,
      "objects": [
        {"name": "table", "type": "table", "pos": [0, 0, 0], "size": [1.2, 0.8, 0.75]},
        {"name": "ball", "type": "sphere", "radius": 0.05, "pos": [0, 0, 1.2], "mass": 0.1,
@@ -25,7 +25,8 @@ Common keys: `euler` (degrees, x-y-z), `colour` (a name or [r, g, b(, a)] in 0..
 (`checker`, `grid`, `gradient`, or {"builtin": ..., "colour2": ..., "repeat": [u, v]}), `friction`
 (sliding, or [sliding, torsional, rolling]), `mass`, `velocity` and `angular_velocity` (initial, world
 frame, free bodies only), `jitter` (metres: the position moves by a uniform draw in [-j, j] on x and y,
-taken from the seed, so one spec gives a family of scenes).
+taken from the seed, so one spec gives a family of scenes). `sky`: true (a light-blue gradient), a
+colour for its zenith, or false (black).
 
 `validate()` returns the completed spec (plain dicts and lists, JSON-serialisable) or raises a
 DataError naming the source and the key, e.g. `scene.json: objects[1].radius: must be > 0, got -1`.
@@ -67,7 +68,7 @@ BUILTIN_MODELS = {
 }
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
-_TOP_KEYS = ("timestep", "gravity", "floor", "objects", "cameras", "lights", "render")
+_TOP_KEYS = ("timestep", "gravity", "floor", "sky", "objects", "cameras", "lights", "render")
 _COMMON = ("name", "type", "pos", "euler", "colour", "texture", "friction", "jitter")
 _MOVABLE = ("mass", "fixed", "velocity", "angular_velocity")
 _KEYS = {
@@ -188,6 +189,7 @@ def validate(raw: Any, source: str = "spec", base_dir: str | os.PathLike | None 
         "timestep": c.number(raw.get("timestep", 0.002), "timestep", low=0, high=0.1, strict_low=True),
         "gravity": c.vector(raw.get("gravity", [0, 0, -9.81]), "gravity", 3),
         "floor": _floor(c, raw.get("floor", {})),
+        "sky": _sky(c, raw.get("sky", True)),
         "render": _render(c, raw.get("render", {})),
     }
     objects = raw.get("objects", [])
@@ -230,6 +232,15 @@ def _floor(c: _Checker, raw) -> dict | None:
         "texture": c.texture(raw.get("texture", {"builtin": "checker", "repeat": [8, 8]}), "floor.texture", rgba),
         "friction": c.friction(raw.get("friction", 1.0), "floor.friction"),
     }
+
+
+def _sky(c: _Checker, raw) -> list[float] | None:
+    """The zenith colour of a gradient sky (true: light blue), or None for a black background."""
+    if raw is False or raw is None:
+        return None
+    if raw is True:
+        return [0.45, 0.62, 0.85]
+    return c.colour(raw, "sky")[:3]
 
 
 def _render(c: _Checker, raw) -> dict:

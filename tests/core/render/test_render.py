@@ -93,6 +93,10 @@ def test_segmentation_ids_are_the_bodies_of_the_spec_objects(renderer):
         assert frame.segmentation[round(v), round(u)] == body
         assert frame.labels[body] == obj["name"]
     assert frame.segmentation[0, 0] == -1  # sky: background
+    sky = frame.rgb[0, 0].astype(int)
+    assert sky[2] > sky[0] + 40  # the default sky is blue; "sky": false leaves it black
+    dark = build.build(scene_spec(objects, cams, sky=False))
+    assert renderer.rgb(dark, dark.new_data(), "c")[0, 0].tolist() == [0, 0, 0]
     assert frame.segmentation[-1, 80] == 0 and frame.labels[0] == "world"  # floor, in front of the objects
 
 

@@ -72,6 +72,7 @@ BAD = [
     ),
     ({"render": {"width": 0}}, "test.json: render.width: must be an integer in [1, 8192], got 0"),
     ({"floor": {"size": [1]}}, "test.json: floor.size: must be a list of 2 numbers"),
+    ({"sky": "teal"}, "test.json: sky: unknown colour 'teal'"),
     ([], "test.json: : must be a JSON object, got a list"),
 ]
 
