@@ -9,8 +9,9 @@ for all frames; `ref_s` creates a mujoco.Renderer (GL context + MuJoCo render co
 frame, renders the same frame and closes it. Cases: `rgb` (colour only, the video path) and
 `rgb+depth+seg` (the three images and K, T), and `rgb_fast` (colour with "render": {"shadow_size": 0,
 "samples": 0}, the settings for speed). Both sides draw the same simulation states (simulation time
-excluded); the re-creating reference draws the first 8 of them (its cost per frame is flat). Wall
-seconds per frame; frames/s and CPU seconds per frame follow as comment lines. A last case,
+excluded); the re-creating reference draws the first 8 of them (its cost per frame is flat). The
+figures are medians of per-frame wall seconds; frames/s and median CPU seconds per frame (all of
+the renderer's threads) follow as comment lines. A last case,
 `scene_switch`, draws one frame of each of two different scenes in turn, 8 times: ours in one
 Renderer (its GL context kept, MuJoCo's render context rebuilt per switch), the reference with a
 new Renderer for each.
@@ -19,6 +20,8 @@ new Renderer for each.
 from __future__ import annotations
 
 import argparse
+import functools
+import statistics
 import time
 
 SPEC = {
@@ -60,51 +63,56 @@ def main() -> int:
         data.qpos[:] = q
         mujoco.mj_forward(scene.model, data)
 
+    def timed(job, items):
+        """Median wall and CPU seconds of job(item) (the median shrugs off other processes' bursts)."""
+        walls, cpus = [], []
+        for item in items:
+            w, c = time.perf_counter(), time.process_time()
+            job(item)
+            walls.append(time.perf_counter() - w)
+            cpus.append(time.process_time() - c)
+        return statistics.median(walls), statistics.median(cpus)
+
+    def row(case, size, ours, ref):
+        print(f"{case}  {size}  {ours[0]:.4f}  {ref[0]:.4f}  {ref[0] / ours[0]:.1f}")
+        notes.append(
+            f"# {case} {size}: {1 / ours[0]:.1f} frames/s reused, {1 / ref[0]:.1f} re-created; "
+            f"CPU s/frame {ours[1]:.4f} vs {ref[1]:.4f}"
+        )
+
+    def fresh_frame(sc, d, full, width, height):
+        with Renderer(width, height) as r:  # one GL + render context for this frame only
+            return r.render(sc, d, "cam") if full else r.rgb(sc, d, "cam")
+
+    def fresh_state_frame(sc, full, width, height, q):
+        set_state(q)
+        return fresh_frame(sc, data, full, width, height)
+
     print("case  size  ours_s  ref_s  ratio")
     notes = []
+    other = build.build(spec.validate({**SPEC, "objects": SPEC["objects"][:3]}, "bench"))
     for width, height in ((320, 240), (448, 336)):
+        size = f"{width}x{height}"
         for case, sc, full in (("rgb", scene, False), ("rgb+depth+seg", scene, True), ("rgb_fast", fast, False)):
 
-            def draw(r, sc=sc, full=full):
+            def frame(r, q, sc=sc, full=full):
+                set_state(q)
                 return r.render(sc, data, "cam") if full else r.rgb(sc, data, "cam")
 
             with Renderer(width, height) as r:
-                draw(r)  # open the context and upload textures before timing
-                wall, cpu = time.perf_counter(), time.process_time()
-                for q in states:
-                    set_state(q)
-                    draw(r)
-                n, ours, ours_cpu = len(states), time.perf_counter() - wall, time.process_time() - cpu
-            wall, cpu = time.perf_counter(), time.process_time()
-            for q in states[:8]:
-                set_state(q)
-                with Renderer(width, height) as fresh:  # one GL + render context per frame
-                    draw(fresh)
-            m, ref, ref_cpu = len(states[:8]), time.perf_counter() - wall, time.process_time() - cpu
-            print(f"{case}  {width}x{height}  {ours / n:.4f}  {ref / m:.4f}  {ref / m / (ours / n):.1f}")
-            notes.append(
-                f"# {case} {width}x{height}: {n / ours:.1f} frames/s reused, {m / ref:.1f} re-created; "
-                f"CPU s/frame {ours_cpu / n:.4f} vs {ref_cpu / m:.4f}"
-            )
-    other = build.build(spec.validate({**SPEC, "objects": SPEC["objects"][:3]}, "bench"))
-    pair = [(scene, scene.new_data()), (other, other.new_data())] * 4
-    for width, height in ((320, 240), (448, 336)):
+                frame(r, states[0])  # open the context and upload textures before timing
+                ours = timed(functools.partial(frame, r), states)
+            ref = timed(functools.partial(fresh_state_frame, sc, full, width, height), states[:8])
+            row(case, size, ours, ref)
+        pair = [(scene, scene.new_data()), (other, other.new_data())] * 4
         with Renderer(width, height) as r:
             r.rgb(other, pair[1][1], "cam")
-            wall, cpu = time.perf_counter(), time.process_time()
-            for sc, d in pair:
-                r.rgb(sc, d, "cam")
-            ours, ours_cpu = time.perf_counter() - wall, time.process_time() - cpu
-        wall, cpu = time.perf_counter(), time.process_time()
-        for sc, d in pair:
-            with Renderer(width, height) as fresh:
-                fresh.rgb(sc, d, "cam")
-        ref, ref_cpu = time.perf_counter() - wall, time.process_time() - cpu
-        n = len(pair)
-        print(f"scene_switch  {width}x{height}  {ours / n:.4f}  {ref / n:.4f}  {ref / ours:.1f}")
-        notes.append(f"# scene_switch {width}x{height}: CPU s/frame {ours_cpu / n:.4f} vs {ref_cpu / n:.4f}")
+            ours = timed(lambda item, r=r: r.rgb(*item, "cam"), pair)
+        ref = timed(lambda item, size=(width, height): fresh_frame(*item, False, *size), pair)
+        row("scene_switch", size, ours, ref)
     print(
-        f"# backend {args.gl}; {len(states)} frames reused, 8 re-created per case; defaults: 1024 shadow map, 4x MSAA"
+        f"# backend {args.gl}; medians over {len(states)} frames reused, 8 re-created; scene_switch over 8 switches; "
+        "defaults: 1024 shadow map, 4x MSAA"
     )
     print("\n".join(notes))
     return 0
