@@ -1,0 +1,1 @@
+"""Simulators shared by several methods (methodkit.core.sim)."""
