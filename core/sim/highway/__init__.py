@@ -18,18 +18,8 @@ Shared interface (every module holds to it):
 - Vehicle boxes: float64 [..., 5] = (x, y, heading, length, width); speeds [..., 2] = (vx, vy).
 - An episode record (for drawing and metrics) is a dict of arrays: road [S, 5],
   boxes [T, K, 5], present [T, K] bool, the ego at index 0, plan [T, H, 2] (the ego's
-  plan points, optional), events: a list of (t, kind, vehicle) ints, t the frame index,
-  kind an EVENTS code below, vehicle the other slot or -1. Records from
+  plan points, optional), events [E, 3] int = (t, kind, vehicle): t the frame index,
+  kind a code of events.py, vehicle the other slot or -1. Records from
   `simulate.Episodes.record` also carry route = (x_start, x_route_end) and dt = 0.2.
 - Frames are 0.2 s (5 Hz); decisions are 1 Hz; plans are 4 s at 0.2 s (H = 20 points).
 """
-
-EVENTS = {
-    "collision_vehicle": 1,
-    "collision_obstacle": 2,
-    "offroad": 3,
-    "lane_end": 4,
-    "missed_exit": 5,
-    "route_done": 6,
-    "timeout": 7,
-}
