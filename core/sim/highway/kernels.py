@@ -27,6 +27,9 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from methodkit.core.sim.highway import events as E
+from methodkit.core.sim.highway import geometry as G
+
 # ---- per-vehicle float fields: veh[b, FIELD, i]
 X, Y, H, V, LEN, WID, TSPEED, TIMER, STEER, ACC = range(10)
 A_MAX, B_COMF, S0, T_GAP, DELTA, POLITE, GAIN, BRAKE, NOISE = range(10, 19)
@@ -50,7 +53,14 @@ SPEED_LIMIT, ROUTE_END, ROAD_END, N_RF = 0, 1, 2, 3
 # ---- lane table lanes_t[b, l, ...]
 LX0, LX1, LY, LW = 0, 1, 2, 3
 # ---- event kinds (also the `events` codes of an episode record)
-EV_NONE, EV_COLL_VEH, EV_COLL_OBS, EV_OFFROAD, EV_LANE_END, EV_MISSED_EXIT, EV_ROUTE_DONE, EV_TIMEOUT = range(8)
+EV_NONE = 0
+EV_COLL_VEH = E.COLLISION_VEHICLE
+EV_COLL_OBS = E.COLLISION_OBSTACLE
+EV_OFFROAD = E.OFF_ROAD
+EV_LANE_END = E.LANE_END_OVERRUN
+EV_MISSED_EXIT = E.MISSED_EXIT
+EV_ROUTE_DONE = E.ROUTE_COMPLETED
+EV_TIMEOUT = E.TIMEOUT
 
 # ---- highway-env constants (vehicle/kinematics.py, controller.py, behavior.py, road/lane.py)
 MAX_SPEED = 40.0
@@ -483,37 +493,15 @@ def act_plan(veh, lanes, crashed, lanes_t, b, i):
 
 
 @njit(cache=True)
-def boxes_overlap(x1, y1, h1, l1, w1, x2, y2, h2, l2, w2):
-    """Oriented rectangles overlap (separating axis theorem over the four edge normals)."""
-    dx = x2 - x1
-    dy = y2 - y1
-    r1 = 0.5 * math.sqrt(l1 * l1 + w1 * w1)
-    r2 = 0.5 * math.sqrt(l2 * l2 + w2 * w2)
-    if dx * dx + dy * dy > (r1 + r2) ** 2:
-        return False
-    c1 = math.cos(h1)
-    s1 = math.sin(h1)
-    c2 = math.cos(h2)
-    s2 = math.sin(h2)
-    for k in range(4):
-        if k == 0:
-            ax, ay = c1, s1
-        elif k == 1:
-            ax, ay = -s1, c1
-        elif k == 2:
-            ax, ay = c2, s2
-        else:
-            ax, ay = -s2, c2
-        p1 = 0.5 * (l1 * abs(c1 * ax + s1 * ay) + w1 * abs(-s1 * ax + c1 * ay))
-        p2 = 0.5 * (l2 * abs(c2 * ax + s2 * ay) + w2 * abs(-s2 * ax + c2 * ay))
-        if abs(dx * ax + dy * ay) > p1 + p2:
-            return False
-    return True
-
-
-@njit(cache=True)
 def pair_overlap(veh, b, i, j):
-    return boxes_overlap(
+    """Boxes of slots i and j overlap (a bounding-circle rejection, then geometry's separating axes)."""
+    dx = veh[b, X, j] - veh[b, X, i]
+    dy = veh[b, Y, j] - veh[b, Y, i]
+    ri = veh[b, LEN, i] ** 2 + veh[b, WID, i] ** 2
+    rj = veh[b, LEN, j] ** 2 + veh[b, WID, j] ** 2
+    if dx * dx + dy * dy > 0.25 * (math.sqrt(ri) + math.sqrt(rj)) ** 2:
+        return False
+    return G.overlap_pair(
         veh[b, X, i],
         veh[b, Y, i],
         veh[b, H, i],
@@ -525,30 +513,6 @@ def pair_overlap(veh, b, i, j):
         veh[b, LEN, j],
         veh[b, WID, j],
     )
-
-
-@njit(cache=True)
-def point_drivable(lanes_t, road_i, b, px, py):
-    for lane in range(road_i[b, N_LANES]):
-        if (
-            lanes_t[b, lane, LX0] <= px <= lanes_t[b, lane, LX1]
-            and abs(py - lanes_t[b, lane, LY]) <= lanes_t[b, lane, LW] / 2
-        ):
-            return True
-    return False
-
-
-@njit(cache=True)
-def box_drivable(lanes_t, road_i, b, x, y, h, length, width):
-    """All four corners of the box lie in the union of the lane rectangles."""
-    c = math.cos(h)
-    s = math.sin(h)
-    for k in range(4):
-        u = length / 2 if k < 2 else -length / 2
-        w = width / 2 if k % 2 == 0 else -width / 2
-        if not point_drivable(lanes_t, road_i, b, x + u * c - w * s, y + u * s + w * c):
-            return False
-    return True
 
 
 @njit(cache=True)
@@ -626,7 +590,8 @@ def check_events(veh, kind, lanes, crashed, contact, lanes_t, road_i, road_f, en
         env_i[b, N_LANE_END] += 1
         finish(env_i, b, EV_LANE_END, NONE)
         return
-    if not box_drivable(lanes_t, road_i, b, x, veh[b, Y, 0], veh[b, H, 0], veh[b, LEN, 0], veh[b, WID, 0]):
+    road = lanes_t[b, : road_i[b, N_LANES]]
+    if not G.box_on_road(x, veh[b, Y, 0], veh[b, H, 0], veh[b, LEN, 0], veh[b, WID, 0], road):
         env_i[b, N_OFFROAD] += 1
         finish(env_i, b, EV_OFFROAD, NONE)
         return

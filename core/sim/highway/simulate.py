@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from methodkit.core.sim.highway import events as E
 from methodkit.core.sim.highway import kernels as K
 from methodkit.core.sim.highway import vocab
 from methodkit.core.sim.highway.road import segments_of
@@ -210,10 +211,9 @@ def _one_step(sim: Sim, parallel: bool | None) -> None:
 def route_table(state: State, ids: list[str] | None = None) -> dict:
     """Per-environment route outcomes (columns of the rollout CSV) from the final state."""
     e = state.env_i
-    reason_names = {v: k for k, v in EVENT_NAMES.items()}
     return {
         "scene": ids or [str(b) for b in range(state.batch)],
-        "end": [reason_names.get(int(r), "running") for r in e[:, K.REASON]],
+        "end": [E.EVENT_NAMES.get(int(r), "running") for r in e[:, K.REASON]],
         "progress": state.env_f[:, K.PROGRESS].copy(),
         "seconds": state.env_f[:, K.TIME].copy(),
         "distance_m": state.env_f[:, K.DIST].copy(),
@@ -223,14 +223,3 @@ def route_table(state: State, ids: list[str] | None = None) -> dict:
         "lane_end": e[:, K.N_LANE_END].copy(),
         "missed_exit": e[:, K.N_MISSED_EXIT].copy(),
     }
-
-
-EVENT_NAMES = {
-    "collision_vehicle": K.EV_COLL_VEH,
-    "collision_obstacle": K.EV_COLL_OBS,
-    "offroad": K.EV_OFFROAD,
-    "lane_end": K.EV_LANE_END,
-    "missed_exit": K.EV_MISSED_EXIT,
-    "route_done": K.EV_ROUTE_DONE,
-    "timeout": K.EV_TIMEOUT,
-}
