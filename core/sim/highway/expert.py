@@ -41,10 +41,13 @@ def futures(state: State, env=None, seconds: float = vocab.PLAN_SECONDS, substep
     return {"ego": agents[:, 0, :, :3].copy(), "agents": agents, "present": present}
 
 
-def expert_index(state: State, env=None) -> tuple[np.ndarray, np.ndarray]:
-    """(expert index [E], the expert's 4 s ego trajectory [E, 20, 3]) of environments `env`."""
+def expert_index(state: State, env=None, traj: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(expert index [E], the expert's 4 s ego trajectory [E, 20, 3]) of environments `env`.
+
+    `traj` reuses a trajectory `futures` already rolled out.
+    """
     env = np.arange(state.batch) if env is None else np.asarray(env)
-    traj = futures(state, env)["ego"]
+    traj = futures(state, env)["ego"] if traj is None else traj
     index = np.array([vocab.nearest(vocab.plans(state, b, FRAME_S), traj[e]) for e, b in enumerate(env)])
     return index, traj
 

@@ -81,8 +81,13 @@ def plans(state, b: int, dt: float, seconds: float = PLAN_SECONDS) -> np.ndarray
     return out
 
 
+# Ties (a side lane that does not exist makes its five candidates copies of "keep") go to
+# the keep-lane candidates, then left, right, stop.
+TIE_ORDER = np.array([5, 6, 7, 8, 9, 0, 1, 2, 3, 4, 10, 11, 12, 13, 14, 15])
+
+
 def nearest(plans_xy: np.ndarray, trajectory_xy: np.ndarray) -> int:
     """Index of the plan nearest a trajectory (mean Euclidean distance over the common steps)."""
     t = min(plans_xy.shape[1], trajectory_xy.shape[0])
     d = np.linalg.norm(plans_xy[:, :t, :2] - trajectory_xy[None, :t, :2], axis=-1).mean(axis=1)
-    return int(np.argmin(d))
+    return int(TIE_ORDER[np.argmin(d[TIE_ORDER])])
