@@ -17,7 +17,8 @@ Differences from highway-env, each one deliberate (docs/methodkit-sim.md lists t
 - a lane that ends (a merge lane, a dropped lane) carries a virtual stopped obstacle at
   its end, as highway-env's merge-v0 places an Obstacle there;
 - collisions stop both vehicles (highway-env's crashed behaviour) without its impact
-  displacement.
+  displacement;
+- speeds stop at zero (highway-env's IDM reverses a car stopped too close to its leader).
 """
 
 from __future__ import annotations
@@ -622,8 +623,10 @@ def step_env(veh, kind, lanes, crashed, contact, lanes_t, road_i, road_f, env_i,
             continue
         veh[b, TIMER, i] += dt
         integrate(veh, crashed, b, i, dt)
-        if i == 0 and mode == EGO_EXPERT and veh[b, V, i] < 0.0:
-            veh[b, V, i] = 0.0  # the expert brakes to a stop, it never reverses (IDM alone would)
+        if veh[b, V, i] < 0.0:
+            # vehicles brake to a stop and stay there: highway-env's IDM reverses a car stopped
+            # closer than s0 to its leader, into whoever queues behind it
+            veh[b, V, i] = 0.0
         cur = closest_lane(lanes_t, road_i, b, veh[b, X, i], veh[b, Y, i])
         lanes[b, CUR, i] = cur
         if i > 0:
