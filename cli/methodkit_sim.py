@@ -145,7 +145,9 @@ def scenes_cmd(input, no_expert, **_):
 @click.option("--scene", default="0", show_default=True, help="Scene id (e.g. merge-0-3) or position in the spec.")
 @click.option("--policy", type=click.Choice(POLICIES), default="expert", show_default=True, help="Who drives the ego.")
 @click.option("--frame", type=int, default=None, help="For a PNG: the frame to draw [default: the last].")
-@click.option("--fps", type=click.IntRange(1, 60), default=10, show_default=True, help="Frames per second of a GIF/MP4.")
+@click.option(
+    "--fps", type=click.IntRange(1, 60), default=10, show_default=True, help="Frames per second of a GIF/MP4."
+)
 @common_options("output", "force", "quiet", "verbose")
 def render_cmd(input, scene, policy, frame, fps, **_):
     """Draw one episode of spec INPUT top-down: PNG (one frame), GIF or MP4 (by the -o extension)."""

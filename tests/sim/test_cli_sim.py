@@ -91,5 +91,7 @@ def test_highway_env_backend_runs_the_suite(run_cli):
     assert proc.returncode == 0, proc.stderr
     row = proc.stdout.decode().splitlines()[1].split(",")
     assert row[0] == "cruise-dense-0-0"
-    proc = run_cli(["methodkit-sim", "rollout", "--backend", "highway-env", "--policy", "expert"], input=json.dumps(spec))
+    proc = run_cli(
+        ["methodkit-sim", "rollout", "--backend", "highway-env", "--policy", "expert"], input=json.dumps(spec)
+    )
     assert_one_line_error(proc, "methodkit-sim", "--backend highway-env runs the policies idm, keep")

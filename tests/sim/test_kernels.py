@@ -68,7 +68,9 @@ def observe_numpy(state, k_near=8, max_range=200.0):
         vx, vy = v[K.V] * np.cos(v[K.H]), v[K.V] * np.sin(v[K.H])
         for k, j in enumerate(order):
             near[b, k] = np.clip(
-                [1, dx[j] / 200, dy[j] / (4 * lane[3]), (vx[j] - vx[0]) / 80, (vy[j] - vy[0]) / 80, v[K.LEN, j] / 12], -1, 1
+                [1, dx[j] / 200, dy[j] / (4 * lane[3]), (vx[j] - vx[0]) / 80, (vy[j] - vy[0]) / 80, v[K.LEN, j] / 12],
+                -1,
+                1,
             )
     return ego, near
 

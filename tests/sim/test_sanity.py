@@ -12,7 +12,12 @@ from methodkit.core.sim.highway.state import pack
 
 
 def test_all_idm_traffic_never_overlaps_in_10k_steps():
-    spec = {"family": "cruise-dense", "count": 8, "seed": 11, "params": {"length": 5000, "duration": 600, "density": 1.5}}
+    spec = {
+        "family": "cruise-dense",
+        "count": 8,
+        "seed": 11,
+        "params": {"length": 5000, "duration": 600, "density": 1.5},
+    }
     scenes, _, _ = scenarios.generate(spec)
     state = pack(scenes)
     state.env_i[:, K.EGO_MODE] = K.EGO_IDM

@@ -43,7 +43,9 @@ def test_families_build_their_roads():
 
 def test_same_seed_same_scene_other_entries_do_not_matter():
     a, _, _ = scenarios.generate({"seed": 9, "scenes": [{"family": "merge", "count": 2}]})
-    b, _, _ = scenarios.generate({"seed": 9, "scenes": [{"family": "merge", "count": 2}, {"family": "jam", "count": 3}]})
+    b, _, _ = scenarios.generate(
+        {"seed": 9, "scenes": [{"family": "merge", "count": 2}, {"family": "jam", "count": 3}]}
+    )
     np.testing.assert_array_equal(a[1].x, b[1].x)
     c, _, _ = scenarios.generate({"seed": 10, "scenes": [{"family": "merge", "count": 2}]})
     assert not np.array_equal(a[1].x, c[1].x)

@@ -85,7 +85,7 @@ def build(scene: SceneInit, policy: str = "idm"):
         obj.diagonal = math.hypot(obj.LENGTH, obj.WIDTH)
         slots.append(obj)
     # an ending lane ends in an Obstacle, as highway-env's merge-v0 builds its ramp
-    for x0, x1, y, w, lane in scene.road.segments:
+    for _x0, x1, y, _w, lane in scene.road.segments:
         if scene.road.lane_ends(int(lane)):
             road.objects.append(Obstacle(road, [x1, y]))
     return road, slots
@@ -95,9 +95,7 @@ def from_env(env) -> SceneInit:
     """The initial condition of a reset highway-env env (its vehicles, all made IDM drivers)."""
     road = env.unwrapped.road
     lanes = road.network.graph["0"]["1"]
-    seg = np.array(
-        [[ln.start[0], ln.end[0], ln.start[1], ln.width, k] for k, ln in enumerate(lanes)], dtype=np.float64
-    )
+    seg = np.array([[ln.start[0], ln.end[0], ln.start[1], ln.width, k] for k, ln in enumerate(lanes)], dtype=np.float64)
     x_end = float(seg[:, 1].max())
     r = Road(seg, speed_limit=float(lanes[0].speed_limit), route_end=x_end, road_end=x_end, n_main=len(lanes))
     vs = road.vehicles
@@ -188,3 +186,20 @@ def run(scene: SceneInit, policy: str = "idm", frames: int | None = None, dt: fl
         "progress": progress,
         "seconds": len(boxes) * dt,
     }
+
+
+MATCHED_SPEC = {
+    "family": "cruise-dense",
+    "count": 1,
+    "seed": 0,
+    "params": {"vehicles": 20, "density": 1.0, "length": 5000},
+}
+
+
+def matched_batch(b: int):
+    """B copies of this simulator's scene for the matched configuration (3 lanes, 20 vehicles, density 1)."""
+    from methodkit.core.sim.highway.scenarios import generate
+    from methodkit.core.sim.highway.state import pack
+
+    scenes, _, _ = generate(MATCHED_SPEC)
+    return pack(scenes * b, slots=21, terminate_on_collision=False)

@@ -175,11 +175,16 @@ def neighbours(veh, kind, lanes_t, road_i, road_f, b, i, lane):
     s_front = np.inf
     s_rear = -np.inf
     n = veh.shape[2]
+    # lane.on_lane(position, margin=1), hoisted out of the scan
+    y_lane = lanes_t[b, lane, LY]
+    half = lanes_t[b, lane, LW] / 2 + ON_LANE_MARGIN
+    x_lo = lanes_t[b, lane, LX0] - REF_LENGTH
+    x_hi = lanes_t[b, lane, LX1] + REF_LENGTH
     for j in range(n):
         if j == i or kind[b, j] == ABSENT:
             continue
         xj = veh[b, X, j]
-        if not on_lane(lanes_t, b, lane, xj, veh[b, Y, j], ON_LANE_MARGIN):
+        if not (abs(veh[b, Y, j] - y_lane) <= half and x_lo <= xj < x_hi):
             continue
         if s <= xj and (front == NONE or xj <= s_front):
             s_front = xj
@@ -498,6 +503,10 @@ def pair_overlap(veh, b, i, j):
     """Boxes of slots i and j overlap (a bounding-circle rejection, then geometry's separating axes)."""
     dx = veh[b, X, j] - veh[b, X, i]
     dy = veh[b, Y, j] - veh[b, Y, i]
+    # a half diagonal is at most (length + width) / 2: most pairs end on this test, without a root
+    reach = 0.5 * (veh[b, LEN, i] + veh[b, WID, i] + veh[b, LEN, j] + veh[b, WID, j])
+    if abs(dx) > reach or abs(dy) > reach:
+        return False
     ri = veh[b, LEN, i] ** 2 + veh[b, WID, i] ** 2
     rj = veh[b, LEN, j] ** 2 + veh[b, WID, j] ** 2
     if dx * dx + dy * dy > 0.25 * (math.sqrt(ri) + math.sqrt(rj)) ** 2:
@@ -668,14 +677,14 @@ def step_batch_serial(veh, kind, lanes, crashed, contact, lanes_t, road_i, road_
 # ---------------------------------------------------------------- the ego's plan: controller alone
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def ego_plans(x, y, h, v, length, lane_y, v_target, dt, n_steps, out):
     """Open-loop ego trajectories [C, n_steps, 3] (x, y, heading) of the plan controller, one per candidate.
 
     Row c drives toward lane centre lane_y[c] at target speed v_target[c] with the same
     controller and bicycle as `act_plan` + `integrate`, without the other vehicles.
     """
-    for c in prange(lane_y.shape[0]):
+    for c in range(lane_y.shape[0]):
         xc, yc, hc, vc = x, y, h, v
         for t in range(n_steps):
             steer = steering_control(xc, yc, hc, vc, length, lane_y[c])
@@ -697,6 +706,19 @@ def ego_plans(x, y, h, v, length, lane_y, v_target, dt, n_steps, out):
 
 @njit(cache=True, parallel=True)
 def observe_batch(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, ego_out, near_out):
+    """observe_env over every environment (prange)."""
+    for b in prange(veh.shape[0]):
+        observe_env(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, ego_out, near_out, b)
+
+
+@njit(cache=True)
+def observe_batch_serial(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, ego_out, near_out):
+    for b in range(veh.shape[0]):
+        observe_env(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, ego_out, near_out, b)
+
+
+@njit(cache=True)
+def observe_env(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, ego_out, near_out, b):
     """Kinematics-like features, normalised and clipped to [-1, 1] as highway-env's normalize_obs.
 
     ego_out[b] = [v / 40, lateral offset / lane width, lane index / (lanes - 1), distance to the
@@ -704,46 +726,45 @@ def observe_batch(veh, kind, lanes, lanes_t, road_i, road_f, k_near, max_range, 
     dvx / 80, dvy / 80, length / 12] of the k_near vehicles nearest in |dx| (within max_range).
     """
     n = veh.shape[2]
-    for b in prange(veh.shape[0]):
-        cur = lanes[b, CUR, 0]
-        n_lanes = road_i[b, N_LANES]
-        width = lanes_t[b, cur, LW]
-        to_end = 200.0
-        if lane_ends(lanes_t, road_i, road_f, b, cur) or cur == road_i[b, EXIT_LANE]:
-            to_end = lanes_t[b, cur, LX1] - veh[b, X, 0]
-        route = route_lane_of(veh, lanes, lanes_t, road_i, road_f, b, 0)
-        delta = 0.0 if route < 0 else float(route - cur)
-        ego_out[b, 0] = clip(veh[b, V, 0] / MAX_SPEED, -1.0, 1.0)
-        ego_out[b, 1] = clip((veh[b, Y, 0] - lanes_t[b, cur, LY]) / width, -1.0, 1.0)
-        ego_out[b, 2] = cur / max(n_lanes - 1, 1)
-        ego_out[b, 3] = clip(to_end / 200.0, -1.0, 1.0)
-        ego_out[b, 4] = clip(delta / 2.0, -1.0, 1.0)
-        # nearest k by |dx|: a partial selection sort over the slots
-        dist = np.empty(n)
+    cur = lanes[b, CUR, 0]
+    n_lanes = road_i[b, N_LANES]
+    width = lanes_t[b, cur, LW]
+    to_end = 200.0
+    if lane_ends(lanes_t, road_i, road_f, b, cur) or cur == road_i[b, EXIT_LANE]:
+        to_end = lanes_t[b, cur, LX1] - veh[b, X, 0]
+    route = route_lane_of(veh, lanes, lanes_t, road_i, road_f, b, 0)
+    delta = 0.0 if route < 0 else float(route - cur)
+    ego_out[b, 0] = clip(veh[b, V, 0] / MAX_SPEED, -1.0, 1.0)
+    ego_out[b, 1] = clip((veh[b, Y, 0] - lanes_t[b, cur, LY]) / width, -1.0, 1.0)
+    ego_out[b, 2] = cur / max(n_lanes - 1, 1)
+    ego_out[b, 3] = clip(to_end / 200.0, -1.0, 1.0)
+    ego_out[b, 4] = clip(delta / 2.0, -1.0, 1.0)
+    # nearest k by |dx|: a partial selection sort over the slots
+    dist = np.empty(n)
+    for j in range(n):
+        dist[j] = np.inf
+        if j > 0 and kind[b, j] != ABSENT:
+            dx = veh[b, X, j] - veh[b, X, 0]
+            dy = veh[b, Y, j] - veh[b, Y, 0]
+            if dx * dx + dy * dy < max_range * max_range:
+                dist[j] = abs(dx)
+    evx = veh[b, V, 0] * math.cos(veh[b, H, 0])
+    evy = veh[b, V, 0] * math.sin(veh[b, H, 0])
+    for k in range(k_near):
+        best = -1
         for j in range(n):
-            dist[j] = np.inf
-            if j > 0 and kind[b, j] != ABSENT:
-                dx = veh[b, X, j] - veh[b, X, 0]
-                dy = veh[b, Y, j] - veh[b, Y, 0]
-                if dx * dx + dy * dy < max_range * max_range:
-                    dist[j] = abs(dx)
-        evx = veh[b, V, 0] * math.cos(veh[b, H, 0])
-        evy = veh[b, V, 0] * math.sin(veh[b, H, 0])
-        for k in range(k_near):
-            best = -1
-            for j in range(n):
-                if dist[j] < np.inf and (best < 0 or dist[j] < dist[best]):
-                    best = j
-            for f in range(6):
-                near_out[b, k, f] = 0.0
-            if best < 0:
-                continue
-            dist[best] = np.inf
-            near_out[b, k, 0] = 1.0
-            near_out[b, k, 1] = clip((veh[b, X, best] - veh[b, X, 0]) / (5 * MAX_SPEED), -1.0, 1.0)
-            near_out[b, k, 2] = clip((veh[b, Y, best] - veh[b, Y, 0]) / (4.0 * width), -1.0, 1.0)
-            vx = veh[b, V, best] * math.cos(veh[b, H, best])
-            vy = veh[b, V, best] * math.sin(veh[b, H, best])
-            near_out[b, k, 3] = clip((vx - evx) / (2 * MAX_SPEED), -1.0, 1.0)
-            near_out[b, k, 4] = clip((vy - evy) / (2 * MAX_SPEED), -1.0, 1.0)
-            near_out[b, k, 5] = clip(veh[b, LEN, best] / 12.0, -1.0, 1.0)
+            if dist[j] < np.inf and (best < 0 or dist[j] < dist[best]):
+                best = j
+        for f in range(6):
+            near_out[b, k, f] = 0.0
+        if best < 0:
+            continue
+        dist[best] = np.inf
+        near_out[b, k, 0] = 1.0
+        near_out[b, k, 1] = clip((veh[b, X, best] - veh[b, X, 0]) / (5 * MAX_SPEED), -1.0, 1.0)
+        near_out[b, k, 2] = clip((veh[b, Y, best] - veh[b, Y, 0]) / (4.0 * width), -1.0, 1.0)
+        vx = veh[b, V, best] * math.cos(veh[b, H, best])
+        vy = veh[b, V, best] * math.sin(veh[b, H, best])
+        near_out[b, k, 3] = clip((vx - evx) / (2 * MAX_SPEED), -1.0, 1.0)
+        near_out[b, k, 4] = clip((vy - evy) / (2 * MAX_SPEED), -1.0, 1.0)
+        near_out[b, k, 5] = clip(veh[b, LEN, best] / 12.0, -1.0, 1.0)

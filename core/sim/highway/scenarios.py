@@ -56,7 +56,10 @@ COMMON = {
 }
 
 FAMILIES: dict[str, dict[str, Param]] = {
-    "cruise-dense": {"density": Param(2.0, 1e-3, 5.0, "traffic density"), "vehicles": Param(30, 0, 63, "", integer=True)},
+    "cruise-dense": {
+        "density": Param(2.0, 1e-3, 5.0, "traffic density"),
+        "vehicles": Param(30, 0, 63, "", integer=True),
+    },
     "merge": {
         "merge_x": Param(250.0, 50.0, 2000.0, "x where the on-ramp merge lane ends [m]"),
         "ego_speed": Param(20.0, 0.0, 40.0, "ego initial speed [m/s]"),

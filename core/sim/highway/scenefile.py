@@ -66,7 +66,12 @@ def _chunk(scenes, slots: int, n_lanes: int, with_expert: bool) -> dict:
         "lanes": lanes,
         "lane_mask": lane_mask,
         "route": np.column_stack(
-            [state.env_f[:, K.X_START], state.road_f[:, K.ROUTE_END], state.road_i[:, K.WANTS_EXIT], state.road_i[:, K.EXIT_LANE]]
+            [
+                state.env_f[:, K.X_START],
+                state.road_f[:, K.ROUTE_END],
+                state.road_i[:, K.WANTS_EXIT],
+                state.road_i[:, K.EXIT_LANE],
+            ]
         ).astype(np.float64),
         "speed_limit": state.road_f[:, K.SPEED_LIMIT].copy(),
         "drivers": np.ascontiguousarray(state.veh[:, K.A_MAX : K.NOISE + 1].transpose(0, 2, 1)),

@@ -56,7 +56,8 @@ class Sim:
         s = self.state
         ego = np.zeros((s.batch, 5))
         near = np.zeros((s.batch, k_near, 6))
-        K.observe_batch(s.veh, s.kind, s.lanes, s.lanes_t, s.road_i, s.road_f, k_near, max_range, ego, near)
+        kernel = K.observe_batch if s.batch >= PARALLEL_FROM else K.observe_batch_serial
+        kernel(s.veh, s.kind, s.lanes, s.lanes_t, s.road_i, s.road_f, k_near, max_range, ego, near)
         return ego, near
 
 

@@ -38,7 +38,9 @@ def run_native(scenes, policy: str, substeps: int = 1) -> list[dict]:
 
 
 def _speeds(boxes: np.ndarray) -> np.ndarray:
-    return np.gradient(boxes[..., :2], simulate.FRAME_S, axis=0) if boxes.shape[0] > 1 else np.zeros_like(boxes[..., :2])
+    return (
+        np.gradient(boxes[..., :2], simulate.FRAME_S, axis=0) if boxes.shape[0] > 1 else np.zeros_like(boxes[..., :2])
+    )
 
 
 def run_highway_env(scenes, policy: str):

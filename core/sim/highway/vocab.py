@@ -31,31 +31,28 @@ def names() -> list[str]:
 
 def targets(state, env: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(target lane int [E, 16], target speed float [E, 16]) of the ego of environments `env`."""
-    env = np.arange(state.batch) if env is None else np.asarray(env)
+    env = np.arange(state.batch) if env is None else np.asarray(env, dtype=np.int64)
     cur = state.lanes[env, K.CUR, 0].astype(np.int64)
     v = state.veh[env, K.V, 0]
-    v_max = state.road_f[env, K.SPEED_LIMIT]
     x = state.veh[env, K.X, 0]
     y = state.veh[env, K.Y, 0]
+    n_lanes = state.road_i[env, K.N_LANES]
     lane = np.empty((env.size, N_CANDIDATES), dtype=np.int64)
+    for li, d in enumerate(LATERAL):
+        t = cur + d
+        row = state.lanes_t[env, np.clip(t, 0, state.lanes_t.shape[1] - 1)]
+        s = x - row[:, 0]
+        reachable = (
+            (t >= 0) & (t < n_lanes) & (np.abs(y - row[:, 2]) <= 2 * row[:, 3]) & (s >= 0)
+            & (s < row[:, 1] - row[:, 0] + K.REF_LENGTH)
+        )  # fmt: skip
+        lane[:, li * 5 : li * 5 + 5] = np.where(reachable | (d == 0), t, cur)[:, None]
+    lane[:, EMERGENCY] = cur
     speed = np.empty((env.size, N_CANDIDATES))
-    for e, b in enumerate(env):
-        n_lanes = int(state.road_i[b, K.N_LANES])
-        for li, d in enumerate(LATERAL):
-            t = cur[e] + d
-            if d != 0 and not (0 <= t < n_lanes and _reachable(state.lanes_t[b, t], x[e], y[e])):
-                t = cur[e]
-            for si, dv in enumerate(SPEED_DELTAS):
-                lane[e, li * 5 + si] = t
-                speed[e, li * 5 + si] = min(max(v[e] + dv, 0.0), v_max[e])
-        lane[e, EMERGENCY] = cur[e]
-        speed[e, EMERGENCY] = 0.0
+    deltas = np.tile(SPEED_DELTAS, len(LATERAL))
+    speed[:, :EMERGENCY] = np.clip(v[:, None] + deltas[None, :], 0.0, state.road_f[env, K.SPEED_LIMIT][:, None])
+    speed[:, EMERGENCY] = 0.0
     return lane, speed
-
-
-def _reachable(row, x, y) -> bool:
-    x0, x1, ly, w = row
-    return abs(y - ly) <= 2 * w and 0 <= x - x0 < (x1 - x0) + K.REF_LENGTH
 
 
 def apply(state, candidate: np.ndarray, env: np.ndarray | None = None) -> None:
