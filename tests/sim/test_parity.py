@@ -125,3 +125,19 @@ def test_idm_mobil_and_act_equal_highway_env():
 def test_driver_fields_reach_highway_env():
     """Every driver field but the noise maps onto an IDMVehicle constant (a parity test would hide a gap)."""
     assert set(DRIVER_FIELDS) - set(hw_backend.DRIVER_ATTRS) == {"b", "noise"}
+
+
+@pytest.mark.slow
+def test_traffic_statistics_within_5_percent_over_200_episodes():
+    stats = hw_backend.traffic_statistics(200)
+    for key in ("mean_speed", "lane_change_rate"):
+        ours, ref = stats["ours"][key], stats["highway_env"][key]
+        assert abs(ours - ref) <= 0.05 * abs(ref), (key, ours, ref)
+    assert stats["highway_env"]["lane_change_rate"] > 0
+
+
+def test_traffic_statistics_match_on_a_few_episodes():
+    """The same starts give the same trajectories (the fast form of the slow 200-episode check)."""
+    stats = hw_backend.traffic_statistics(2, seconds=10.0)
+    assert stats["max_position_diff_m"] < 1e-6
+    assert stats["ours"]["mean_speed"] == pytest.approx(stats["highway_env"]["mean_speed"], rel=1e-9)

@@ -203,3 +203,51 @@ def matched_batch(b: int):
 
     scenes, _, _ = generate(MATCHED_SPEC)
     return pack(scenes * b, slots=21, terminate_on_collision=False)
+
+
+def traffic_statistics(episodes: int, seconds: float = 30.0, lanes: int = 3, vehicles: int = 20) -> dict:
+    """Mean speed and lane-change rate of all-IDM traffic, here and in highway-env, from the same starts.
+
+    Episode k starts from highway-fast-v0 reset with seed k (its vehicles, speeds, IDM exponents
+    and timers; the ego made an IDM driver with target speed 25 m/s), then runs `seconds` in
+    both simulators. Mean speed: over vehicles and 0.2 s frames; lane-change rate: changes of
+    the current lane index per vehicle per second.
+    """
+    from methodkit.core.sim.highway import simulate
+    from methodkit.core.sim.highway.state import pack
+
+    frames = int(round(seconds / simulate.FRAME_S))
+    totals = {"ours": [0.0, 0, 0], "highway_env": [0.0, 0, 0]}  # speed sum, speed count, lane changes
+    worst = 0.0  # largest position difference between the two over every frame and vehicle
+    for k in range(episodes):
+        env = make_matched_env(lanes, vehicles, k)
+        scene = from_env(env)
+        env.close()
+        theirs = run(scene, "idm", frames=frames)
+        _accumulate(totals["highway_env"], theirs["speed"], theirs["lane"], scene)
+        state = pack([scene], ego_mode=K.EGO_IDM, terminate_on_collision=False)
+        state.env_i[:, K.MAX_STEPS] = frames + 1
+        sim = simulate.Sim(state)
+        speed, lane, xy = [], [], []
+        for _ in range(frames):
+            sim.frames(1)
+            speed.append(state.veh[0, K.V].copy())
+            lane.append(state.lanes[0, K.CUR].copy())
+            xy.append(state.veh[0, K.X : K.Y + 1].T.copy())
+        t = theirs["boxes"].shape[0]
+        worst = max(worst, float(np.abs(np.array(xy)[:t] - theirs["boxes"][:, :, :2]).max()))
+        _accumulate(totals["ours"], np.array(speed), np.array(lane), scene)
+    result = {"episodes": episodes, "max_position_diff_m": worst}
+    for name, (speed_sum, count, changes) in totals.items():
+        result[name] = {
+            "mean_speed": speed_sum / max(count, 1),
+            "lane_change_rate": changes / max(count, 1) / simulate.FRAME_S,
+        }
+    return result
+
+
+def _accumulate(acc, speed: np.ndarray, lane: np.ndarray, scene) -> None:
+    """Add one episode's [T, N] speeds and lanes (the frames after the start) to the totals."""
+    acc[0] += float(speed.sum())
+    acc[1] += int(speed.size)
+    acc[2] += int((np.diff(lane, axis=0) != 0).sum())
