@@ -88,10 +88,18 @@ def overlap_boxes(a, b):
     return overlap_pair(a[0], a[1], a[2], a[3], a[4], b[0], b[1], b[2], b[3], b[4])
 
 
-@njit(cache=True, parallel=True)
-def _overlap_rows(a, b, out):
+# Array wrappers run a serial kernel below this many rows: starting the thread pool costs more than
+# the work on small inputs (a drawn frame's few hundred marking points).
+PARALLEL_MIN_ROWS = 65536
+
+
+def _overlap_rows_py(a, b, out):
     for i in prange(a.shape[0]):
         out[i] = overlap_pair(a[i, 0], a[i, 1], a[i, 2], a[i, 3], a[i, 4], b[i, 0], b[i, 1], b[i, 2], b[i, 3], b[i, 4])
+
+
+_overlap_rows = njit(cache=True)(_overlap_rows_py)
+_overlap_rows_parallel = njit(cache=True, parallel=True)(_overlap_rows_py)
 
 
 def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -99,7 +107,8 @@ def boxes_overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     shape = a.shape[:-1]
     out = np.empty(int(np.prod(shape)), dtype=np.bool_)
-    _overlap_rows(np.ascontiguousarray(a.reshape(-1, 5)), np.ascontiguousarray(b.reshape(-1, 5)), out)
+    kernel = _overlap_rows_parallel if out.size >= PARALLEL_MIN_ROWS else _overlap_rows
+    kernel(np.ascontiguousarray(a.reshape(-1, 5)), np.ascontiguousarray(b.reshape(-1, 5)), out)
     return out.reshape(shape)
 
 
@@ -190,23 +199,28 @@ def box_on_road(x, y, heading, length, width, road):
     return True
 
 
-@njit(cache=True, parallel=True)
-def _points_on_road_rows(points, road, out):
+def _points_on_road_rows_py(points, road, out):
     for i in prange(points.shape[0]):
         out[i] = point_on_road(points[i, 0], points[i, 1], road)
 
 
-@njit(cache=True, parallel=True)
-def _boxes_on_road_rows(boxes, road, out):
+def _boxes_on_road_rows_py(boxes, road, out):
     for i in prange(boxes.shape[0]):
         out[i] = box_on_road(boxes[i, 0], boxes[i, 1], boxes[i, 2], boxes[i, 3], boxes[i, 4], road)
+
+
+_points_on_road_rows = njit(cache=True)(_points_on_road_rows_py)
+_points_on_road_rows_parallel = njit(cache=True, parallel=True)(_points_on_road_rows_py)
+_boxes_on_road_rows = njit(cache=True)(_boxes_on_road_rows_py)
+_boxes_on_road_rows_parallel = njit(cache=True, parallel=True)(_boxes_on_road_rows_py)
 
 
 def points_on_road(points: np.ndarray, road: np.ndarray) -> np.ndarray:
     """Bool [...] for points [..., 2] on the road [S, 5]."""
     points = np.asarray(points, dtype=np.float64)
     out = np.empty(int(np.prod(points.shape[:-1])), dtype=np.bool_)
-    _points_on_road_rows(np.ascontiguousarray(points.reshape(-1, 2)), np.ascontiguousarray(road, np.float64), out)
+    kernel = _points_on_road_rows_parallel if out.size >= PARALLEL_MIN_ROWS else _points_on_road_rows
+    kernel(np.ascontiguousarray(points.reshape(-1, 2)), np.ascontiguousarray(road, np.float64), out)
     return out.reshape(points.shape[:-1])
 
 
@@ -214,7 +228,8 @@ def boxes_on_road(boxes: np.ndarray, road: np.ndarray) -> np.ndarray:
     """Bool [...]: all four corners of each box [..., 5] on the road [S, 5]."""
     boxes = np.asarray(boxes, dtype=np.float64)
     out = np.empty(int(np.prod(boxes.shape[:-1])), dtype=np.bool_)
-    _boxes_on_road_rows(np.ascontiguousarray(boxes.reshape(-1, 5)), np.ascontiguousarray(road, np.float64), out)
+    kernel = _boxes_on_road_rows_parallel if out.size >= PARALLEL_MIN_ROWS else _boxes_on_road_rows
+    kernel(np.ascontiguousarray(boxes.reshape(-1, 5)), np.ascontiguousarray(road, np.float64), out)
     return out.reshape(boxes.shape[:-1])
 
 
