@@ -120,10 +120,9 @@ def rollout_cmd(input, policy, backend, substeps, summary, **_):
 
 @main.command("scenes")
 @input_argument()
-@click.option("--no-expert", is_flag=True, help="Skip the expert's future and index (faster).")
 @common_options("output", "force", "threads", "meta", "quiet", "verbose")
-def scenes_cmd(input, no_expert, **_):
-    """Write the scenes of spec INPUT as one scene NPZ (initial states, futures, expert index)."""
+def scenes_cmd(input, **_):
+    """Write the scenes of spec INPUT as one scene NPZ (states, recorded futures, expert index and trajectory)."""
     import sys
 
     from methodkit.core.errors import UsageError
@@ -135,22 +134,31 @@ def scenes_cmd(input, no_expert, **_):
     run.refuse_existing_output()
     run.threads()
     spec, name = _spec(run, input)
-    arrays = scenefile.build(spec, with_expert=not no_expert, where=name)
+    arrays, meta = scenefile.build(spec, where=name)
     run.write_meta()
-    scenefile.write(run.output, arrays, force=run.force)
+    scenefile.write(run.output, arrays, meta, force=run.force)
 
 
 @main.command("render")
 @input_argument()
 @click.option("--scene", default="0", show_default=True, help="Scene id (e.g. merge-0-3) or position in the spec.")
 @click.option("--policy", type=click.Choice(POLICIES), default="expert", show_default=True, help="Who drives the ego.")
-@click.option("--frame", type=int, default=None, help="For a PNG: the frame to draw [default: the last].")
 @click.option(
-    "--fps", type=click.IntRange(1, 60), default=10, show_default=True, help="Frames per second of a GIF/MP4."
+    "--frame", type=int, default=None, help="PNG: the frame to draw [default: the first infraction, else the last]."
 )
-@common_options("output", "force", "quiet", "verbose")
-def render_cmd(input, scene, policy, frame, fps, **_):
-    """Draw one episode of spec INPUT top-down: PNG (one frame), GIF or MP4 (by the -o extension)."""
+@click.option(
+    "--speedup", type=click.FloatRange(0.1, 50), default=1.0, show_default=True, help="GIF/MP4: times real time."
+)
+@click.option(
+    "--every", type=click.IntRange(1, 50), default=1, show_default=True, help="GIF/MP4: draw every n-th frame."
+)
+@common_options("output", "force", "meta", "quiet", "verbose")
+def render_cmd(input, scene, policy, frame, speedup, every, **_):
+    """Draw one episode of spec INPUT top-down: a PNG frame, or a GIF/MP4 of all (by the -o extension).
+
+    Lanes with their ends, every vehicle coloured by role (ego, car, truck, obstacle,
+    aggressive driver), the ego's current 4 s plan, its trail, and infractions marked.
+    """
     from methodkit.core.errors import UsageError
     from methodkit.core.sim.highway import render
 
@@ -159,5 +167,7 @@ def render_cmd(input, scene, policy, frame, fps, **_):
         raise UsageError("render writes a picture file: pass -o FILE.png, FILE.gif or FILE.mp4")
     run.refuse_existing_output()
     spec, name = _spec(run, input)
-    render.render(spec, scene, policy, run.output, frame=frame, fps=fps, force=run.force, where=name)
+    render.render(
+        spec, scene, policy, run.output, frame=frame, speedup=speedup, every=every, force=run.force, where=name
+    )
     run.write_meta()

@@ -64,18 +64,35 @@ def test_existing_output_needs_force(run_cli, spec_file, tmp_path):
     assert proc.returncode == 2 and out.read_text() == "x\n"
 
 
-def test_scenes_npz(run_cli, spec_file, tmp_path):
+def test_scenes_npz_reads_back_through_the_validating_reader(run_cli, spec_file, tmp_path):
+    from methodkit.core.sim.highway.scenes import read_scenes
+
     out = tmp_path / "scenes.npz"
     proc = run_cli(["methodkit-sim", "scenes", spec_file, "-o", out])
     assert proc.returncode == 0, proc.stderr
-    data = np.load(out, allow_pickle=False)
+    arrays, meta = read_scenes(out)
     n = 4
-    assert data["agents"].shape[0] == n and data["agents"].shape[2] == 8
-    assert data["futures"].shape[:1] == (n,) and data["futures"].shape[2:] == (20, 4)
-    assert data["expert_index"].shape == (n,) and np.all((data["expert_index"] >= 0) & (data["expert_index"] < 16))
-    assert list(data["scene_id"]) == ["merge-0-0", "merge-0-1", "stopped-vehicle-1-0", "stopped-vehicle-1-1"]
-    meta = json.loads(str(data["meta"]))
-    assert meta["generators"][2]["family"] == "stopped-vehicle"
+    assert arrays["ego"].shape == (n, 8) and arrays["agents"].shape[0] == n
+    assert arrays["futures"].shape[0] == n and arrays["futures"].shape[2:] == (20, 4)
+    assert np.all((arrays["expert_index"] >= 0) & (arrays["expert_index"] < 16))
+    assert list(arrays["scene_id"]) == ["merge-0-0", "merge-0-1", "stopped-vehicle-1-0", "stopped-vehicle-1-1"]
+    assert meta["generator"][2]["family"] == "stopped-vehicle" and meta["dt"] == 0.2
+    # the expert's first future point is one frame ahead of the ego's start
+    assert np.all(arrays["expert_traj"][:, 0, 0] > arrays["ego"][:, 0])
+
+
+def test_render_png_and_gif(run_cli, spec_file, tmp_path):
+    png = tmp_path / "m.png"
+    proc = run_cli(["methodkit-sim", "render", spec_file, "--scene", "merge-0-1", "--frame", "10", "-o", png])
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    gif = tmp_path / "m.gif"
+    proc = run_cli(["methodkit-sim", "render", spec_file, "--scene", "3", "--every", "10", "-o", gif])
+    assert proc.returncode == 0, proc.stderr
+    assert gif.read_bytes()[:6] == b"GIF89a"
+    proc = run_cli(["methodkit-sim", "render", spec_file, "--scene", "jam-0-0", "-o", tmp_path / "x.png"])
+    assert_one_line_error(proc, "methodkit-sim", "--scene 'jam-0-0' is not in")
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_families_and_head(shell):

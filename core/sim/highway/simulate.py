@@ -16,7 +16,7 @@ from methodkit.core.sim.highway import events as E
 from methodkit.core.sim.highway import kernels as K
 from methodkit.core.sim.highway import vocab
 from methodkit.core.sim.highway.road import segments_of
-from methodkit.core.sim.highway.state import State
+from methodkit.core.sim.highway.state import State, roles
 
 FRAME_S = 0.2  # 5 Hz
 FRAMES_PER_DECISION = 5  # 1 Hz decisions
@@ -128,6 +128,7 @@ class Episodes:
             "events": list(self.events[b]),
             "route": np.array([s.env_f[b, K.X_START], s.road_f[b, K.ROUTE_END]]),
             "dt": FRAME_S,
+            "roles": roles(s)[b],
         }
         if self.plans is not None:
             rec["plan"] = self.plans[:t_end, b]

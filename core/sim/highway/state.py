@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from methodkit.core.rng import chunk_seeds
+from methodkit.core.sim.highway import events as ev
 from methodkit.core.sim.highway import kernels as K
 from methodkit.core.sim.highway.road import Road, stack
 
@@ -194,3 +195,15 @@ def pack(
 def _closest_lane(table: np.ndarray, x: float, y: float) -> int:
     d = np.abs(y - table[:, 2]) + np.maximum(x - table[:, 1], 0) + np.maximum(table[:, 0] - x, 0)
     return int(np.argmin(d))
+
+
+def roles(state: State) -> np.ndarray:
+    """Role codes [B, N] (events.py) of the slots: ego, car, truck, obstacle, aggressive driver."""
+    out = state.kind.astype(np.int64).copy()  # CAR, TRUCK, OBSTACLE share the role codes
+    idx = {f: DRIVER_FIELDS.index(f) for f in ("T", "politeness", "gain")}
+    aggressive = np.ones(out.shape, dtype=bool)
+    for f, k in idx.items():
+        aggressive &= state.veh[:, K.A_MAX + k] == AGGRESSIVE_DRIVER[f]
+    out[aggressive & (state.kind == K.CAR)] = ev.ROLE_AGGRESSIVE
+    out[:, 0] = ev.ROLE_EGO
+    return out
