@@ -163,10 +163,10 @@ def render_cmd(input, scene, policy, frame, speedup, every, **_):
     from methodkit.core.sim.highway import render
 
     run = Run.from_context()
+    spec, name = _spec(run, input)
     if run.output == "-":
         raise UsageError("render writes a picture file: pass -o FILE.png, FILE.gif or FILE.mp4")
     run.refuse_existing_output()
-    spec, name = _spec(run, input)
     render.render(
         spec, scene, policy, run.output, frame=frame, speedup=speedup, every=every, force=run.force, where=name
     )
