@@ -112,3 +112,17 @@ def test_highway_env_backend_runs_the_suite(run_cli):
         ["methodkit-sim", "rollout", "--backend", "highway-env", "--policy", "expert"], input=json.dumps(spec)
     )
     assert_one_line_error(proc, "methodkit-sim", "--backend highway-env runs the policies idm, keep")
+
+
+def test_a_missed_exit_is_no_success(run_cli):
+    """The IDM ego knows nothing of its exit: it misses it, and RC stops where the ramp starts."""
+    spec = {"family": "exit", "count": 2, "seed": 1, "params": {"exit_x": 400.0, "vehicles": 4}}
+    for policy, ended, success in (("idm", "missed_exit", "False"), ("expert", "route_completed", "True")):
+        proc = run_cli(["methodkit-sim", "rollout", "--policy", policy], input=json.dumps(spec))
+        assert proc.returncode == 0, proc.stderr
+        header, *rows = [line.split(",") for line in proc.stdout.decode().splitlines()]
+        for row in rows:
+            rec = dict(zip(header, row, strict=True))
+            assert (rec["ended_by"], rec["success"]) == (ended, success), rec
+            if policy == "idm":
+                assert float(rec["rc"]) < 90.0

@@ -130,6 +130,8 @@ class Episodes:
             "dt": FRAME_S,
             "roles": roles(s)[b],
         }
+        if s.road_i[b, K.WANTS_EXIT]:
+            rec["exit_x"] = float(s.lanes_t[b, s.road_i[b, K.EXIT_LANE], K.LX0])
         if self.plans is not None:
             rec["plan"] = self.plans[:t_end, b]
         return rec

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from methodkit.core.errors import UsageError
@@ -61,8 +63,13 @@ def run_highway_env(scenes, policy: str):
         elif end in codes:
             events.append((t_end, codes[end], -1))
         boxes = np.concatenate([_initial_boxes(scene)[None], boxes])
+        if scene.road.wants_exit:
+            extra = {"exit_x": float(scene.road.segments[scene.road.segments[:, 4] == scene.road.exit_lane][0, 0])}
+        else:
+            extra = {}
         records.append(
             {
+                **extra,
                 "road": scene.road.segments.copy(),
                 "boxes": boxes,
                 "present": np.ones(boxes.shape[:2], dtype=bool),
@@ -79,6 +86,21 @@ def _initial_boxes(scene) -> np.ndarray:
     return np.column_stack([scene.x, scene.y, scene.heading, scene.length, scene.width])
 
 
+def exit_route_metrics(record: dict) -> metrics.RouteMetrics:
+    """metrics.route_metrics, with a missed exit counted as leaving the route where the exit ramp starts.
+
+    route_metrics measures RC along +x, so an ego that drove past its exit would score the
+    whole route; the route leaves the road at the ramp's start (record["exit_x"]), so past
+    that point on the main road there is no more progress, and the route is not a success.
+    """
+    m = metrics.route_metrics(record)
+    if m.ended_by != ev.EVENT_NAMES[ev.MISSED_EXIT] or "exit_x" not in record:
+        return m
+    x0, x1 = record["route"]
+    rc = float(np.clip(100.0 * (min(record["boxes"][:, 0, 0].max(), record["exit_x"]) - x0) / (x1 - x0), 0.0, 100.0))
+    return dataclasses.replace(m, rc=rc, ds=rc * m.penalty, success=False)
+
+
 def run(spec, policy: str = "expert", backend: str = "native", substeps: int = 1, where: str = "spec"):
     """(rows, summary, records) of a scenario spec under a policy."""
     if backend not in BACKENDS:
@@ -91,7 +113,7 @@ def run(spec, policy: str = "expert", backend: str = "native", substeps: int = 1
     rows, results = [], []
     for scene_id, config, rec in zip(ids, configs, records, strict=True):
         rec = {**rec, "events": np.array(rec["events"], dtype=np.int64).reshape(-1, 3)}
-        m = metrics.route_metrics(rec)
+        m = exit_route_metrics(rec)
         results.append(m)
         rows.append(
             {
