@@ -34,7 +34,8 @@ from methodkit.core.sim.highway import geometry as G
 # ---- per-vehicle float fields: veh[b, FIELD, i]
 X, Y, H, V, LEN, WID, TSPEED, TIMER, STEER, ACC = range(10)
 A_MAX, B_COMF, S0, T_GAP, DELTA, POLITE, GAIN, BRAKE, NOISE = range(10, 19)
-N_VFIELDS = 19
+COSH, SINH = 19, 20  # cos and sin of the heading, refreshed by integrate (IDM reads them many times a step)
+N_VFIELDS = 21
 # ---- per-vehicle ints: lanes[b, 0, i] current lane, lanes[b, 1, i] target lane
 CUR, TGT = 0, 1
 # ---- vehicle kinds
@@ -211,11 +212,15 @@ def idm(a, b_comf, s0, t_gap, delta, v, h, v_target, v_limit, has_front, d, fvx,
     v, h, v_target: the follower's speed, heading and target speed; d: the distance to
     the front vehicle; (fvx, fvy): its velocity.
     """
+    return idm_cs(a, b_comf, s0, t_gap, delta, v, math.cos(h), math.sin(h), v_target, v_limit, has_front, d, fvx, fvy)
+
+
+@njit(cache=True)
+def idm_cs(a, b_comf, s0, t_gap, delta, v, ex, ey, v_target, v_limit, has_front, d, fvx, fvy):
+    """idm with the follower's heading given as its cosine and sine."""
     target = clip(v_target, 0.0, v_limit)
     acc = a * (1.0 - math.pow(max(v, 0.0) / abs(not_zero(target)), delta))
     if has_front:
-        ex = math.cos(h)
-        ey = math.sin(h)
         dv = (v * ex - fvx) * ex + (v * ey - fvy) * ey
         d_star = s0 + v * t_gap + v * dv / (2.0 * math.sqrt(a * b_comf))
         acc -= a * (d_star / not_zero(d)) ** 2
@@ -239,16 +244,17 @@ def idm_pair(veh, kind, lanes_t, road_f, b, r, f, front, lane):
         d = lanes_t[b, lane, LX1] - veh[b, X, f] - veh[b, LEN, f] / 2 + REF_LENGTH / 2
     elif front >= 0:
         d = veh[b, X, front] - veh[b, X, f] - (veh[b, LEN, front] + veh[b, LEN, f]) / 2 + REF_LENGTH
-        fvx = veh[b, V, front] * math.cos(veh[b, H, front])
-        fvy = veh[b, V, front] * math.sin(veh[b, H, front])
-    return idm(
+        fvx = veh[b, V, front] * veh[b, COSH, front]
+        fvy = veh[b, V, front] * veh[b, SINH, front]
+    return idm_cs(
         veh[b, A_MAX, r],
         veh[b, B_COMF, r],
         veh[b, S0, r],
         veh[b, T_GAP, r],
         veh[b, DELTA, r],
         veh[b, V, f],
-        veh[b, H, f],
+        veh[b, COSH, f],
+        veh[b, SINH, f],
         veh[b, TSPEED, f],
         road_f[b, SPEED_LIMIT],
         has_front,
@@ -280,10 +286,10 @@ def idm_creep(veh, kind, lanes_t, road_f, b, i, front, lane):
 def desired_gap(veh, b, r, f, front):
     """IDMVehicle.desired_gap(f, front) with reasoner r's parameters (projected dv)."""
     v = veh[b, V, f]
-    ex = math.cos(veh[b, H, f])
-    ey = math.sin(veh[b, H, f])
+    ex = veh[b, COSH, f]
+    ey = veh[b, SINH, f]
     fv = veh[b, V, front]
-    dv = (v * ex - fv * math.cos(veh[b, H, front])) * ex + (v * ey - fv * math.sin(veh[b, H, front])) * ey
+    dv = (v * ex - fv * veh[b, COSH, front]) * ex + (v * ey - fv * veh[b, SINH, front]) * ey
     return veh[b, S0, r] + v * veh[b, T_GAP, r] + v * dv / (2.0 * math.sqrt(veh[b, A_MAX, r] * veh[b, B_COMF, r]))
 
 
@@ -446,6 +452,8 @@ def integrate(veh, crashed, b, i, dt):
     veh[b, Y, i] += v * math.sin(h + beta) * dt
     veh[b, H, i] = h + v * math.sin(beta) / (veh[b, LEN, i] / 2) * dt
     veh[b, V, i] = v + acc * dt
+    veh[b, COSH, i] = math.cos(veh[b, H, i])
+    veh[b, SINH, i] = math.sin(veh[b, H, i])
 
 
 # ---------------------------------------------------------------- acting: one vehicle's command

@@ -38,7 +38,7 @@ AGGRESSIVE_DRIVER = {**DEFAULT_DRIVER, "politeness": 0.0, "T": 0.8, "gain": 0.0,
 class State:
     """Everything a step reads and writes; the road arrays travel with it."""
 
-    veh: np.ndarray  # float64 [B, N_VFIELDS, N]
+    veh: np.ndarray  # float64 [B, N_VFIELDS, N] (cos/sin of the heading included: set them with it)
     kind: np.ndarray  # int8 [B, N]
     lanes: np.ndarray  # int16 [B, 2, N]: current lane, target lane
     crashed: np.ndarray  # bool [B, N]
@@ -163,6 +163,8 @@ def pack(
         ):
             veh[b, field, :n] = values
         veh[b, K.A_MAX : K.NOISE + 1, :n] = s.drivers.T
+        veh[b, K.COSH, :n] = np.cos(s.heading)
+        veh[b, K.SINH, :n] = np.sin(s.heading)
         kind[b, :n] = s.kind
         lane_table = roads.lanes_t[b]
         for i in range(n):
