@@ -1,0 +1,1 @@
+"""methodkit.core.sim: simulators shared by several methods (highway/: batched highway driving)."""
