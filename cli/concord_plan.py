@@ -136,7 +136,14 @@ def _topk_table(run: Run, top: list, title: str) -> None:
 @click.argument("model_path", metavar="MODEL")
 @click.argument("cluster_path", metavar="CLUSTER")
 @_space_option
-@click.option("--cache", "cache_dir", metavar="DIR", default=None, help="Persistent primitive cache (SQLite, WAL).")
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    default=None,
+    help="Persistent primitive cache (SQLite, WAL).",
+)
 @click.option(
     "--no-cache", is_flag=True, help="Cache-disabled full search: evaluate every (template, layer, candidate)."
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(
@@ -92,7 +92,13 @@ def main():
 @click.option(
     "--method", type=click.Choice(["mml", "mcmc", "vi", "psn"]), default="mml", show_default=True, help="Estimator."
 )
-@click.option("--out-dir", metavar="DIR", default=None, help="Write items.csv, abilities.csv and fit.json here.")
+@click.option(
+    "--out-dir",
+    type=OutputPath(folder=True),
+    metavar="DIR",
+    default=None,
+    help="Write items.csv, abilities.csv and fit.json here.",
+)
 @click.option(
     "--latent",
     type=click.Choice(["normal", "ehw"]),

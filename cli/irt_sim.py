@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
 
@@ -147,7 +147,7 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
     run = Run.from_context()
     text = None
     if profiles_file:
-        text = run.input_bytes(profiles_file).data.decode("utf-8")
+        text = io.decode_text(run.input_bytes(profiles_file))
     if as_toml:
         with io.atomic_write(run.output, force=run.force) as handle:
             handle.write((text or profiles.DEFAULT_TOML).encode())
@@ -187,12 +187,18 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
 @click.option(
     "--report",
     "report_path",
+    type=OutputPath(),
     metavar="PATH",
     default=None,
     help="Write a markdown summary (with the acceptance checks).",
 )
 @click.option(
-    "--table", "table_path", metavar="PATH", default=None, help="Write the tidy table (Parquet, or CSV by extension)."
+    "--table",
+    "table_path",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Write the tidy table (Parquet, or CSV by extension).",
 )
 @common_options("output", "in_format", "threads", "meta", "force", "quiet", "verbose", in_formats=("toml", "json"))
 def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):

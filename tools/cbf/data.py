@@ -222,6 +222,15 @@ class Task:
     outcome: np.ndarray  # [T, C]
 
 
+TASK_BYTES_PER_ROW = 300  # peak memory per row of the task table written as CSV (measured: ~280)
+
+
+def task_rows(design: str = "stovol2x2", trials: int | None = None) -> int:
+    """Rows of the task table: one per trial and condition (for the memory guard)."""
+    spec = DESIGNS.get(design, DESIGNS["stovol2x2"])
+    return (spec["trials"] if trials is None else trials) * len(spec["vol"])
+
+
 def simulate_task(
     design: str = "stovol2x2", *, trials: int | None = None, start: float | None = None, seed: int = 0
 ) -> Task:
