@@ -404,12 +404,14 @@ def fixtures_cmd(folder, **_):
     """List the built-in fixtures, or write them (models, clusters, spaces, fixtures.yaml, edits.yaml) into DIR."""
     import pandas as pd
 
+    from methodkit.core.outputs import check_output
     from methodkit.tools.concord.fixtures import export, listing
 
     run = Run.from_context()
     if folder is None:
         run.emit_table(pd.DataFrame(listing()))
         return
+    check_output(folder, folder=True, force=True)  # a file there, or no parent folder: refused now
     export(folder, force=run.force)
 
 

@@ -605,6 +605,7 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
 
     import pandas as pd
 
+    from methodkit.core.outputs import check_output
     from methodkit.tools.nte import data
     from methodkit.tools.nte.zoo import build_zoo
 
@@ -612,6 +613,7 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the zoo folder with -o DIR")
+    check_output(folder, folder=True, force=True)  # not a file; emptiness is checked below
     if Path(folder).exists() and any(Path(folder).iterdir()) and not run.force and not misalign_from:
         raise click.UsageError(f"{folder}: folder is not empty; pass --force to add to it")
     try:

@@ -251,18 +251,6 @@ def stray_text(series) -> tuple[int, str] | None:
     return i, str(series.iloc[i])
 
 
-def require_finite(values, name: str, what: str, flag_hint: str = "") -> None:
-    """Raise DataError naming the first NaN/Inf cell of `values` (1-D or 2-D: row and column given)."""
-    import numpy as np
-
-    values = np.asarray(values)
-    bad = np.argwhere(~np.isfinite(values))
-    if bad.size:
-        where = ", ".join(f"{axis} {int(i) + 1}" for axis, i in zip(("row", "column"), bad[0], strict=False))
-        hint = f"; {flag_hint}" if flag_hint else ""
-        raise DataError(f"{name}: {what} {where} is {values[tuple(bad[0])]!r}, expected a finite number{hint}")
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
@@ -288,8 +276,10 @@ def require_columns(frame, columns, flag: str | None = None) -> None:
             raise DataError(f"column '{column}' not found in {name} (columns: {', '.join(present)}){hint}")
 
 
-def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, dtype="float64"):
-    """The given columns as a float array; non-numeric cells and (unless allowed) NaN/inf are errors."""
+def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, allow_missing: bool = False, dtype="float64"):
+    """The given columns as a float array; non-numeric cells and (unless allowed) NaN/inf are errors.
+
+    allow_missing lets empty cells (NaN) through but still refuses infinite ones."""
     import numpy as np
     import pandas as pd
 
@@ -307,7 +297,7 @@ def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, dtype=
                 f"{name}: {row_label(frame, i)}: column '{column}' is not numeric ({str(original.iloc[i])!r})"
             )
         if not allow_nonfinite:
-            bad = np.flatnonzero(~np.isfinite(values))
+            bad = np.flatnonzero(np.isinf(values) if allow_missing else ~np.isfinite(values))
             if bad.size:
                 i = int(bad[0])
                 what = "empty/NaN" if np.isnan(values[i]) else "infinite"

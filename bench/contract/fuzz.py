@@ -352,7 +352,7 @@ def specific_cases():
 
     makers = [
         ("cbf-sim task", lambda f: ("cbf-sim", ["task", "--trials", "12"], None)),
-        ("pls-test sim", lambda f: ("pls-test", ["sim", "-n", "20", "-p", "4"], None)),
+        ("pls-test sim", lambda f: ("pls-test", ["sim", "-n", "20", "-p", "4", "--active", "2"], None)),
         ("methodkit-data get", lambda f: ("methodkit-data", ["get", "diabetes"], None)),
         ("irt-sim draw", lambda f: ("irt-sim", ["draw", "-N", "6", "-J", "4", "--format", "csv"], None)),
     ]
@@ -524,7 +524,7 @@ def table_readers():
         return made("irt", "irt-sim", ["draw", "-N", "12", "-J", "8", "--format", "csv"])
 
     def sim(folder):
-        return made("sim", "pls-test", ["sim", "-n", "30", "-p", "4"])
+        return made("sim", "pls-test", ["sim", "-n", "30", "-p", "4", "--active", "2"])
 
     gb_fast = ["--lgb-params", '{"num_boost_round": 5, "num_leaves": 3}']
     cuv = [

@@ -33,6 +33,11 @@ def _args_with(leaf, flag: str, value: str) -> list[str]:
     return [*args, flag, value]
 
 
+def _devnull_is_a_device() -> bool:
+    """False where some other program (as root, with an older atomic write) replaced /dev/null."""
+    return stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
 def _temporaries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob(".*.part"))
 
@@ -91,9 +96,9 @@ def test_special_targets_and_missing_folders(leaf, tmp_path, monkeypatch):
     kind = dict(leaf.outputs())["--output"]
     if not kind.folder:
         os.mkfifo(tmp_path / "fifo")
-        for target in ("/dev/null", "fifo"):
-            result = call(leaf, [*_args_with(leaf, "--output", target), "--no-such-flag-to-stop"])
-            assert result.code == 2 and "already exists" not in result.stderr, (target, result)
+        for target in ["fifo", *(["/dev/null"] if _devnull_is_a_device() else [])]:
+            result = call(leaf, _args_with(leaf, "--output", target), body=False)
+            assert result.code == 0, (target, result)  # neither refused as existing nor opened yet
             assert stat.S_ISFIFO((tmp_path / "fifo").lstat().st_mode)
         result = call(leaf, _args_with(leaf, "--output", "no/such/folder/out.json"))
         assert result.code == 2 and "folder no/such/folder does not exist" in result.stderr, result

@@ -100,7 +100,7 @@ def from_frame(frame: pd.DataFrame, *, clip: tuple[float, float] | None = (10.0,
     for column in ("block", "trial", "true_vol", "true_sto", "outcome"):
         numbers[column] = io.numeric_matrix(frame, [column])[:, 0]
     for column in ("response", "rt_ms") + (("latent",) if "latent" in frame.columns else ()):
-        numbers[column] = io.numeric_matrix(frame, [column], allow_nonfinite=True)[:, 0]
+        numbers[column] = io.numeric_matrix(frame, [column], allow_missing=True)[:, 0]  # empty = no response
     for column in ("block", "trial"):
         values = numbers[column]
         bad = np.flatnonzero((values < 1) | (values != np.round(values)))

@@ -189,7 +189,7 @@ def encode(frame: pd.DataFrame, features, categorical, categories) -> tuple[np.n
 
                 i = int(infinite[0])
                 raise DataError(
-                    f"{_name(frame)}: {row_label(frame, i)}: column '{column}' is {X[i, j]!r}; "
+                    f"{_name(frame)}: {row_label(frame, i)}: column '{column}' is {float(X[i, j])}; "
                     "use a finite value, or leave the cell empty for missing"
                 )
     return X, unseen
