@@ -331,10 +331,11 @@ class Run:
     def force(self) -> bool:
         return bool(self.params.get("force", False))
 
-    def claim_outputs(self, *paths, folder: bool = False) -> None:
+    def claim_outputs(self, *paths, folder: bool = False, defer: bool = True) -> None:
         """Add paths a command computes (sidecars, per-split files) to its plan of outputs: each is
         refused now if it could not be written, and written only when the whole command succeeds.
-        None and '' are skipped; with no paths, -o. Declared outputs (OutputPath) are claimed already."""
+        None and '' are skipped; with no paths, -o. Declared outputs (OutputPath) are claimed already.
+        defer=False checks without deferring: for files kept on purpose when the command fails."""
         from methodkit.core import outputs
 
         plan = outputs.active_plan()
@@ -343,7 +344,7 @@ class Run:
                 continue
             if plan is not None and outputs.resolved(path) in plan.claimed:
                 continue
-            outputs.claim(path, force=self.force or bool(self.params.get("resume")), folder=folder)
+            outputs.claim(path, force=self.force or bool(self.params.get("resume")), folder=folder, defer=defer)
 
     refuse_existing_output = claim_outputs  # the older name, still used by some commands
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(
@@ -94,7 +94,6 @@ def main():
 )
 @click.option(
     "--out-dir",
-    type=OutputPath(folder=True),
     metavar="DIR",
     default=None,
     help="Write items.csv, abilities.csv and fit.json here.",
@@ -224,7 +223,8 @@ def fit_cmd(
             k: os.path.join(out_dir, f)
             for k, f in (("items", "items.csv"), ("abilities", "abilities.csv"), ("fit", "fit.json"))
         }
-        run.refuse_existing_output(*paths.values())
+        if os.path.isdir(out_dir):  # else the fit creates it
+            run.claim_outputs(*paths.values(), defer=False)  # a timed-out fit keeps its partial results
     source = run.input_bytes(input)
     data = data_mod.read_response_data(source, run.params.get("in_format"), no_header=no_header, binarize=binarize)
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)

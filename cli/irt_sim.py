@@ -200,7 +200,17 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
     default=None,
     help="Write the tidy table (Parquet, or CSV by extension).",
 )
-@common_options("output", "in_format", "threads", "meta", "force", "quiet", "verbose", in_formats=("toml", "json"))
+@common_options(
+    "output",
+    "in_format",
+    "threads",
+    "meta",
+    "force",
+    "quiet",
+    "verbose",
+    in_formats=("toml", "json"),
+    output_kind="unchecked",
+)
 def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
     """Run the grid GRID (TOML/JSON): one JSONL row per (cell, rep, estimator) to -o, resumable.
 
@@ -225,16 +235,16 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
     from methodkit.core.errors import UsageError
     from methodkit.tools.irt import report, sweep
 
+    out = run.output  # a resumable results file: --resume appends to it, --dry-run only reads it
+    if out != "-" and os.path.exists(out) and not (dry_run or resume or run.force):
+        raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
     source = run.input_bytes(grid)
     spec = sweep.parse_grid(source.data.decode("utf-8", errors="replace"), source.name, run.params.get("in_format"))
     todo = sweep.tasks(spec)
     out = run.output
     have = set()
-    if out != "-" and os.path.exists(out) and not dry_run:
-        if resume:
-            have = sweep.done_keys(out)
-        elif not run.force:
-            raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+    if out != "-" and os.path.exists(out) and not dry_run and resume:
+        have = sweep.done_keys(out)
     pending = [t for t in todo if t.key not in have]
     if dry_run:
         run.emit_result(

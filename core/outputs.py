@@ -192,9 +192,13 @@ def output_plan(commit_on: tuple = ()) -> Iterator[OutputPlan]:
         _plan = previous
 
 
-def claim(path, *, force: bool = False, folder: bool = False, last: bool = False, flag: str = "") -> None:
-    """Check an output now and, inside a plan, defer its write to the plan's commit."""
-    if _plan is not None:
+def claim(
+    path, *, force: bool = False, folder: bool = False, last: bool = False, flag: str = "", defer: bool = True
+) -> None:
+    """Check an output now and, inside a plan, defer its write to the plan's commit.
+
+    defer=False only checks: for files a command keeps on purpose when it fails (partial results)."""
+    if _plan is not None and defer:
         _plan.claim(path, force=force, folder=folder, last=last, flag=flag)
     else:
         check_output(path, force=force, folder=folder, flag=flag)
