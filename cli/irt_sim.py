@@ -233,11 +233,14 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
+    from methodkit.core.outputs import check_output, is_special
     from methodkit.tools.irt import report, sweep
 
     out = run.output  # a resumable results file: --resume appends to it, --dry-run only reads it
-    if out != "-" and os.path.exists(out) and not (dry_run or resume or run.force):
-        raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+    if out != "-" and not is_special(out):
+        if os.path.exists(out) and not (dry_run or resume or run.force):
+            raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+        check_output(out, force=True, flag="--output")  # its folder exists and can be written
     source = run.input_bytes(grid)
     spec = sweep.parse_grid(source.data.decode("utf-8", errors="replace"), source.name, run.params.get("in_format"))
     todo = sweep.tasks(spec)
