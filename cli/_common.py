@@ -23,6 +23,7 @@ from methodkit.core.errors import MethodkitError, UsageError
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "json")
 DEVICES = ("auto", "cpu", "cuda")
+SEED_MAX = 2**63 - 1  # what numpy's SeedSequence and torch.manual_seed both accept
 
 _state = {"verbose": 0}
 _console = None
@@ -63,7 +64,7 @@ class _Contract:
         prog = prog_name or self.name or os.path.basename(sys.argv[0])
         _state["verbose"] = 0
         try:
-            result = super().main(args, prog_name=prog, standalone_mode=False, **extra)
+            result = _run_with_output_plan(super().main, args, prog_name=prog, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
@@ -90,15 +91,102 @@ class _Contract:
         sys.exit(result if isinstance(result, int) else 0)
 
 
-class ToolCommand(_Contract, click.Command):
+def _run_with_output_plan(main, *args, **kwargs):
+    """Run click's main inside a plan of outputs: claimed files are renamed into place only when
+    the command returns (or ends in a gate the user asked for, exit 3), and removed otherwise."""
+    from methodkit.core.errors import CheckFailed
+    from methodkit.core.outputs import output_plan
+
+    with output_plan(commit_on=(CheckFailed,)):
+        return main(*args, **kwargs)
+
+
+class OutputPath(click.ParamType):
+    """An option or argument naming something the command writes: checked (and claimed) before the
+    command body runs, so an existing file without --force, a missing folder or a non-empty folder
+    output is refused before any input is read. `folder` for folder outputs; `last` for --meta."""
+
+    name = "path"
+
+    def __init__(self, folder: bool = False, last: bool = False, sidecars=()):
+        self.folder = folder
+        self.last = last
+        self.sidecars = tuple(sidecars)  # suffixes (".json" -> OUT.json) or functions of the path
+
+    def written(self, value: str) -> list[str]:
+        """The path itself and the sidecars the command writes beside it."""
+        from pathlib import Path
+
+        extra = [str(Path(value).with_suffix(s)) if isinstance(s, str) else str(s(value)) for s in self.sidecars]
+        return [value, *extra]
+
+    def convert(self, value, param, ctx):
+        return value if value is None else os.fspath(value)
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(incomplete, type="dir" if self.folder else "file")]
+
+
+def claim_declared_outputs(ctx: click.Context) -> None:
+    """Check and claim every OutputPath parameter of `ctx` and its parents (--resume keeps outputs)."""
+    from methodkit.core import outputs
+
+    merged: dict = {}
+    for c in reversed(list(_ancestry(ctx))):
+        merged.update(c.params)
+    force, resume = bool(merged.get("force")), bool(merged.get("resume"))
+    for c in _ancestry(ctx):
+        for param in c.command.params:
+            if not isinstance(param.type, OutputPath):
+                continue
+            values = c.params.get(param.name)
+            for value in values if isinstance(values, (list, tuple)) else [values]:
+                if value in (None, "", "-"):
+                    continue
+                flag = param.opts[-1] if isinstance(param, click.Option) else param.human_readable_name
+                for i, path in enumerate(param.type.written(value)):
+                    outputs.claim(
+                        path,
+                        force=force or resume,
+                        folder=param.type.folder,
+                        last=param.type.last,
+                        flag=flag if i == 0 else f"the sidecar of {flag}",
+                    )
+
+
+class _ClaimsOutputs:
+    """Claims the declared outputs after parsing and before the command's body runs."""
+
+    def invoke(self, ctx):
+        if self.callback is not None and not isinstance(self, click.Group):
+            claim_declared_outputs(ctx)
+        return super().invoke(ctx)
+
+
+class ToolVerb(_ClaimsOutputs, click.Command):
+    """A verb of a ToolGroup."""
+
+
+class ToolSubGroup(click.Group):
+    """A group of verbs inside a ToolGroup (`concord-plan cache stats`)."""
+
+    command_class = ToolVerb
+
+
+ToolSubGroup.group_class = ToolSubGroup
+
+
+class ToolCommand(_Contract, _ClaimsOutputs, click.Command):
     """A single-job executable."""
 
 
 class ToolGroup(_Contract, click.Group):
     """An executable with verbs; its subcommands share the same contract."""
 
-    command_class = click.Command
-    group_class = click.Group
+    command_class = ToolVerb
+    group_class = ToolSubGroup
 
 
 def _version_option(f):
@@ -140,12 +228,18 @@ def input_argument(name: str = "input", required: bool = False):
     return click.argument(name, default="-", required=required, metavar=name.upper())
 
 
-def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS):
-    """Add the named shared options (order of the names is the order in --help)."""
+def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS, output_kind: str = "file"):
+    """Add the named shared options (order of the names is the order in --help).
+
+    output_kind: "file" (-o is a file), "folder" (a run folder: non-empty needs --force or
+    --resume) or "unchecked" (the command checks -o itself).
+    """
+    output_type = {"file": OutputPath(), "folder": OutputPath(folder=True), "unchecked": click.STRING}[output_kind]
     factories = {
         "output": lambda: click.option(
             "-o",
             "--output",
+            type=output_type,
             default="-",
             show_default=True,
             metavar="PATH",
@@ -164,7 +258,9 @@ def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS)
             default=None,
             help="Format of INPUT when it is stdin or has no known extension [default: csv].",
         ),
-        "seed": lambda: click.option("--seed", type=int, default=0, show_default=True, help="Random seed."),
+        "seed": lambda: click.option(
+            "--seed", type=click.IntRange(0, SEED_MAX), default=0, show_default=True, help="Random seed."
+        ),
         "device": lambda: click.option(
             "--device", type=click.Choice(DEVICES), default="auto", show_default=True, help="Where to compute."
         ),
@@ -172,7 +268,11 @@ def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS)
             "-j", "--threads", type=click.IntRange(min=0), default=0, show_default=True, help="Threads (0 = all cores)."
         ),
         "meta": lambda: click.option(
-            "--meta", metavar="PATH", default=None, help="Write a run record (tool, version, argv, seed, timing) here."
+            "--meta",
+            type=OutputPath(last=True),
+            metavar="PATH",
+            default=None,
+            help="Write a run record (tool, version, argv, seed, timing) here.",
         ),
         "force": lambda: click.option("--force", is_flag=True, help="Overwrite existing output files."),
         "quiet": lambda: click.option("-q", "--quiet", is_flag=True, help="No progress on stderr."),
@@ -231,14 +331,22 @@ class Run:
     def force(self) -> bool:
         return bool(self.params.get("force", False))
 
-    def refuse_existing_output(self, *paths) -> None:
-        """-o (or each of `paths`; None and '' skipped) that exists without --force fails now,
-        before the work rather than after it."""
-        from methodkit.core.io import refuse_existing
+    def claim_outputs(self, *paths, folder: bool = False, defer: bool = True) -> None:
+        """Add paths a command computes (sidecars, per-split files) to its plan of outputs: each is
+        refused now if it could not be written, and written only when the whole command succeeds.
+        None and '' are skipped; with no paths, -o. Declared outputs (OutputPath) are claimed already.
+        defer=False checks without deferring: for files kept on purpose when the command fails."""
+        from methodkit.core import outputs
 
+        plan = outputs.active_plan()
         for path in paths or (self.output,):
-            if path:
-                refuse_existing(path, self.force)
+            if not path or path == "-":
+                continue
+            if plan is not None and outputs.resolved(path) in plan.claimed:
+                continue
+            outputs.claim(path, force=self.force or bool(self.params.get("resume")), folder=folder, defer=defer)
+
+    refuse_existing_output = claim_outputs  # the older name, still used by some commands
 
     @property
     def seed(self) -> int:
@@ -301,13 +409,14 @@ class Run:
         from methodkit.core import io
 
         output = self.output if output is None else output
-        record = self.write_meta()
+        record = self.meta_record() if self.params.get("meta") else None
         if record is not None:
             result = {**result, "meta": record}
         if self._human_stdout(output, self.fmt):
             _print_result_table(result, title or self.tool)
-            return
-        io.write_json(result, output, force=self.force)
+        else:
+            io.write_json(result, output, force=self.force)
+        self.write_meta(record)
 
     def emit_table(self, frame, output: str | None = None, fmt: str | None = None) -> None:
         """Row data as CSV/TSV/Parquet/JSONL/JSON (a rich table on a terminal)."""
@@ -318,11 +427,11 @@ class Run:
         kind = io.format_from_path(output, fmt, "csv")
         if output == "-" and kind in io.BINARY_FORMATS and sys.stdout.isatty():
             raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE or pipe the output")
-        self.write_meta()
         if self._human_stdout(output, fmt):
             _print_frame(frame)
-            return
-        io.write_table(frame, output, kind, force=self.force)
+        else:
+            io.write_table(frame, output, kind, force=self.force)
+        self.write_meta()
 
     def meta_record(self) -> dict:
         from importlib.metadata import version
@@ -340,14 +449,15 @@ class Run:
             "seconds": round(time.time() - self.started, 3),
         }
 
-    def write_meta(self) -> dict | None:
-        """Write the --meta record if asked for; return it (None without --meta)."""
+    def write_meta(self, record: dict | None = None) -> dict | None:
+        """Write the --meta record (or `record`) if asked for; return it (None without --meta).
+        Inside a command it is renamed into place last, once everything else has been written."""
         path = self.params.get("meta")
         if not path:
             return None
         from methodkit.core import io
 
-        record = self.meta_record()
+        record = self.meta_record() if record is None else record
         io.write_json(record, path, force=self.force)
         return record
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 DEMO = [
     DemoStep(
@@ -191,7 +191,9 @@ def _read_scores(run: Run, data, path: str, program, nan: str):
     "--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="MILP seconds per row."
 )
 @click.option("--strict", is_flag=True, help="Exit 3 when any row ends timeout or proj_error.")
-@click.option("-o", "--output", default=None, metavar="PATH", help="Write soft/hard/status NPZ here.")
+@click.option(
+    "-o", "--output", type=OutputPath(), default=None, metavar="PATH", help="Write soft/hard/status NPZ here."
+)
 @click.option(
     "--in-format",
     type=click.Choice(("npy", "npz", "parquet")),
@@ -334,7 +336,12 @@ def _load_dataset(run: Run, path: str, task: str | None):
     help="sl-exact: seconds allowed for the SDD compilation.",
 )
 @click.option(
-    "-o", "--output", default=None, metavar="PATH", help="Weights (.safetensors), JSON sidecar beside it (required)."
+    "-o",
+    "--output",
+    type=OutputPath(sidecars=(".json",)),
+    default=None,
+    metavar="PATH",
+    help="Weights (.safetensors), JSON sidecar beside it (required).",
 )
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
 def train(
@@ -435,7 +442,7 @@ def train(
     show_default=True,
     help="pishield / deepproblog: seconds allowed (the shield build; one DeepProbLog query).",
 )
-@click.option("-o", "--output", default=None, metavar="PATH", help="Write the predictions NPZ here.")
+@click.option("-o", "--output", type=OutputPath(), default=None, metavar="PATH", help="Write the predictions NPZ here.")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
 def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_):
     """Evaluate a trained predictor on the dataset's test split (INPUT).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
 
 DEMO = [
@@ -367,6 +367,7 @@ def signals(input, importer, clip, params_path, runs, **params):
 @click.option(
     "--out",
     "out_path",
+    type=OutputPath(),
     default=None,
     metavar="PATH",
     help="Also write the per-subject table (GLM and RT coefficients) here.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 DEMO = [
     DemoStep(
@@ -131,8 +131,11 @@ def main():
 @common_options("output", "format", "force", "seed", "meta", "quiet", "verbose")
 def task(design, trials, start, **_):
     """Write the outcome sequences of a design (one block per condition) as a long table."""
+    from methodkit.core.memory import guard_memory
     from methodkit.tools.cbf import data
 
+    rows = data.task_rows(design, trials)
+    guard_memory(rows * data.TASK_BYTES_PER_ROW, f"a task table of {rows:,} rows", "--trials")
     run = Run.from_context()
     run.emit_table(data.task_frame(data.simulate_task(design, trials=trials, start=start, seed=run.seed)))
 
@@ -183,7 +186,9 @@ def task(design, trials, start, **_):
     show_default=True,
     help="Response-time model (signals: amb, entropy).",
 )
-@click.option("--params-out", default=None, metavar="PATH", help="Also write the agents' true parameters here.")
+@click.option(
+    "--params-out", type=OutputPath(), default=None, metavar="PATH", help="Also write the agents' true parameters here."
+)
 @learner_options
 @common_options("in_format", "output", "format", "force", "seed", "threads", "meta", "quiet", "verbose")
 def agents(input, agent, params_path, population, sigma_r, clip, step, rt_formula, params_out, **params):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 ARCH_CHOICES = ("transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2")
 SIZE_CHOICES = ("d64", "d128", "d256", "d384", "d512")
@@ -45,7 +45,15 @@ def _torch_device(run: Run) -> str:
 
 
 def _out_dir_option(help_text: str, required: bool = True):
-    return click.option("-o", "--output", "out_dir", required=required, metavar="DIR", help=help_text + " [required]")
+    return click.option(
+        "-o",
+        "--output",
+        "out_dir",
+        type=OutputPath(folder=True),
+        required=required,
+        metavar="DIR",
+        help=help_text + " [required]",
+    )
 
 
 def _ep_option(f):
@@ -179,7 +187,9 @@ def build(input, out_dir, data_format, ep, min_fullmoves, max_plies, games_per_s
     show_default=True,
     help="Numba move generator, or python-chess (the reference; slower).",
 )
-@click.option("--pgn", "pgn_path", default=None, metavar="PATH", help="Also write the games as PGN here.")
+@click.option(
+    "--pgn", "pgn_path", type=OutputPath(), default=None, metavar="PATH", help="Also write the games as PGN here."
+)
 @_out_dir_option("Data folder to write.")
 @_data_options
 @common_options("seed", "force", "meta", "quiet", "verbose")
@@ -261,6 +271,7 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
 @click.option(
     "--data",
     "data_dir",
+    type=OutputPath(folder=True),
     default=None,
     metavar="DIR",
     help="--engine numba: write the games as a data folder here (no PGN unless -o names a file).",
@@ -485,10 +496,17 @@ def train(
     metavar="PATH",
     help="Run folder or .safetensors (repeatable).",
 )
-@click.option("--out-dir", default=None, metavar="DIR", help="Write metrics.json and summary.tsv here.")
+@click.option(
+    "--out-dir",
+    type=OutputPath(folder=True),
+    default=None,
+    metavar="DIR",
+    help="Write metrics.json and summary.tsv here.",
+)
 @click.option(
     "--per-game",
     "per_game_path",
+    type=OutputPath(),
     default=None,
     metavar="PATH",
     help="JSONL: first wrong ply and wrong labels per game.",

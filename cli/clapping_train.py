@@ -210,7 +210,7 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
 @click.option("--resume", is_flag=True, help="Continue from the newest complete stage checkpoint set in -o DIR.")
 @click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (sender sleeps).")
 @click.option("--latency-ms", type=float, default=0.0, show_default=True, help="gloo: emulated latency per message.")
-@common_options("output", "seed", "device", "force", "meta", "quiet", "verbose")
+@common_options("output", "seed", "device", "force", "meta", "quiet", "verbose", output_kind="folder")
 def run_cmd(
     input,
     task,

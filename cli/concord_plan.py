@@ -136,7 +136,14 @@ def _topk_table(run: Run, top: list, title: str) -> None:
 @click.argument("model_path", metavar="MODEL")
 @click.argument("cluster_path", metavar="CLUSTER")
 @_space_option
-@click.option("--cache", "cache_dir", metavar="DIR", default=None, help="Persistent primitive cache (SQLite, WAL).")
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    default=None,
+    help="Persistent primitive cache (SQLite, WAL).",
+)
 @click.option(
     "--no-cache", is_flag=True, help="Cache-disabled full search: evaluate every (template, layer, candidate)."
 )
@@ -397,12 +404,14 @@ def fixtures_cmd(folder, **_):
     """List the built-in fixtures, or write them (models, clusters, spaces, fixtures.yaml, edits.yaml) into DIR."""
     import pandas as pd
 
+    from methodkit.core.outputs import check_output
     from methodkit.tools.concord.fixtures import export, listing
 
     run = Run.from_context()
     if folder is None:
         run.emit_table(pd.DataFrame(listing()))
         return
+    check_output(folder, folder=True, force=True)  # a file there, or no parent folder: refused now
     export(folder, force=run.force)
 
 

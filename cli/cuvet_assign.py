@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(
@@ -133,7 +133,13 @@ def main():
 @click.option("--truth-seed", type=int, default=0, show_default=True, help="Seed of the true cohorts (synthetic).")
 @click.option("--unit-cost", type=float, default=1.0, show_default=True, help="Cost of one session (social-insure).")
 @click.option("--with-hiv", is_flag=True, help="Thornton: keep hiv2004 (the test result; not a targeting feature).")
-@click.option("--sidecar", metavar="PATH", default=None, help="JSON sidecar [default: OUTPUT.json when -o is a file].")
+@click.option(
+    "--sidecar",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="JSON sidecar [default: OUTPUT.json when -o is a file].",
+)
 @common_options("output", "format", "seed", "force", "meta", "quiet", "verbose")
 def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
     """Write an RCT table (Parquet by -o extension) and a JSON sidecar (arm costs, true effects).
@@ -148,6 +154,7 @@ def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
     from methodkit.tools.cuvet import synth
 
     run = Run.from_context()
+    run.claim_outputs(sidecar or (f"{run.output}.json" if run.output != "-" else None))
     if source == "synthetic":
         frame, side = synth.synthetic(n, run.seed, synth.synthetic_truth(truth_seed, regime))
         side = {**side, "treatment": "treatment", "value": "conversion", "cost_on_outcome": True, "seed": run.seed}
@@ -311,6 +318,7 @@ def _read_model(run: Run, path: str):
 @click.option("--id", "id_col", metavar="COL", default=None, help="User id column [default: the row number].")
 @click.option(
     "--summary",
+    type=OutputPath(),
     metavar="PATH",
     default=None,
     help="Write the budget summary JSON here [default: stdout when -o is a file].",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 DEMO = [
     DemoStep(
@@ -196,8 +196,20 @@ def discover_cmd(input, dataset, split, limit, op, window, block, components, di
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
 @click.option("--classes", type=click.IntRange(min=2), default=None, help="Class count [max label + 1].")
-@click.option("--labels-out", metavar="PATH", default=None, help="Also write the whole poisoned label vector (NPY).")
-@click.option("--manifest", metavar="PATH", default=None, help="Write poison.json (count, pool, image hash) here.")
+@click.option(
+    "--labels-out",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Also write the whole poisoned label vector (NPY).",
+)
+@click.option(
+    "--manifest",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Write poison.json (count, pool, image hash) here.",
+)
 @common_options("output", "format", "force", "seed", "meta", "quiet", "verbose")
 def poison_cmd(
     input, dataset, split, limit, rules_path, rule_index, target, budget, classes, labels_out, manifest, **_

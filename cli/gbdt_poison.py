@@ -8,7 +8,7 @@ import os
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 PROG = "gbdt-poison"
 DEMO = [
@@ -404,7 +404,13 @@ def influence_cmd(input, **params):
 @input_argument()
 @data_options
 @attack_options
-@click.option("--manifest", metavar="PATH", default=None, help="Manifest JSON [default: OUTPUT stem + .manifest.json].")
+@click.option(
+    "--manifest",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Manifest JSON [default: OUTPUT stem + .manifest.json].",
+)
 @click.option("--fail-above-f1", type=float, default=None, help="Exit 3 if the poisoned test (else val) F1 is above.")
 @common_options("output", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def attack_cmd(input, **params):
@@ -561,7 +567,13 @@ def _manifest_path(output: str) -> str:
     metavar="NAMES",
     help="Also run: random (rows+dims), random-rows, loss; '' for none.",
 )
-@click.option("--summary", metavar="PATH", default=None, help="Write the mean-drop curve per method and eps (JSON).")
+@click.option(
+    "--summary",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Write the mean-drop curve per method and eps (JSON).",
+)
 @click.option(
     "--scheduler",
     default="sync",

@@ -82,7 +82,12 @@ def main():
 @click.option(
     "--method", type=click.Choice(["mml", "mcmc", "vi", "psn"]), default="mml", show_default=True, help="Estimator."
 )
-@click.option("--out-dir", metavar="DIR", default=None, help="Write items.csv, abilities.csv and fit.json here.")
+@click.option(
+    "--out-dir",
+    metavar="DIR",
+    default=None,
+    help="Write items.csv, abilities.csv and fit.json here.",
+)
 @click.option(
     "--latent",
     type=click.Choice(["normal", "ehw"]),
@@ -208,7 +213,8 @@ def fit_cmd(
             k: os.path.join(out_dir, f)
             for k, f in (("items", "items.csv"), ("abilities", "abilities.csv"), ("fit", "fit.json"))
         }
-        run.refuse_existing_output(*paths.values())
+        if os.path.isdir(out_dir):  # else the fit creates it
+            run.claim_outputs(*paths.values(), defer=False)  # a timed-out fit keeps its partial results
     source = run.input_bytes(input)
     data = data_mod.read_response_data(source, run.params.get("in_format"), no_header=no_header, binarize=binarize)
     data, screen = data_mod.screen(data, source.name, model=model, method=method, drop_extreme=drop_extreme)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
 
@@ -139,7 +139,7 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
     run = Run.from_context()
     text = None
     if profiles_file:
-        text = run.input_bytes(profiles_file).data.decode("utf-8")
+        text = io.decode_text(run.input_bytes(profiles_file))
     if as_toml:
         with io.atomic_write(run.output, force=run.force) as handle:
             handle.write((text or profiles.DEFAULT_TOML).encode())
@@ -179,14 +179,30 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
 @click.option(
     "--report",
     "report_path",
+    type=OutputPath(),
     metavar="PATH",
     default=None,
     help="Write a markdown summary (with the acceptance checks).",
 )
 @click.option(
-    "--table", "table_path", metavar="PATH", default=None, help="Write the tidy table (Parquet, or CSV by extension)."
+    "--table",
+    "table_path",
+    type=OutputPath(),
+    metavar="PATH",
+    default=None,
+    help="Write the tidy table (Parquet, or CSV by extension).",
 )
-@common_options("output", "in_format", "threads", "meta", "force", "quiet", "verbose", in_formats=("toml", "json"))
+@common_options(
+    "output",
+    "in_format",
+    "threads",
+    "meta",
+    "force",
+    "quiet",
+    "verbose",
+    in_formats=("toml", "json"),
+    output_kind="unchecked",
+)
 def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
     """Run the grid GRID (TOML/JSON): one JSONL row per (cell, rep, estimator) to -o, resumable.
 
@@ -209,18 +225,21 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
+    from methodkit.core.outputs import check_output, is_special
     from methodkit.tools.irt import report, sweep
 
+    out = run.output  # a resumable results file: --resume appends to it, --dry-run only reads it
+    if out != "-" and not is_special(out):
+        if os.path.exists(out) and not (dry_run or resume or run.force):
+            raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+        check_output(out, force=True, flag="--output")  # its folder exists and can be written
     source = run.input_bytes(grid)
     spec = sweep.parse_grid(source.data.decode("utf-8", errors="replace"), source.name, run.params.get("in_format"))
     todo = sweep.tasks(spec)
     out = run.output
     have = set()
-    if out != "-" and os.path.exists(out) and not dry_run:
-        if resume:
-            have = sweep.done_keys(out)
-        elif not run.force:
-            raise UsageError(f"{out}: already exists; pass --resume to continue it or --force to start over")
+    if out != "-" and os.path.exists(out) and not dry_run and resume:
+        have = sweep.done_keys(out)
     pending = [t for t in todo if t.key not in have]
     if dry_run:
         run.emit_result(

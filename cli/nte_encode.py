@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 DEMO = [
     DemoStep(
@@ -207,7 +207,7 @@ def key_cmd(
 @click.option(
     "--png",
     "png_dir",
-    type=click.Path(file_okay=False),
+    type=OutputPath(folder=True),
     help="Also write 8-bit PNGs (+ labels.txt, meta.json) to this folder; non-overlapping stems only.",
 )
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose")
@@ -388,7 +388,7 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
     "--train-limit", type=click.IntRange(min=100), default=20000, show_default=True, help="--retrain: images."
 )
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True, help="--retrain / denoiser epochs.")
-@click.option("--retrained-out", type=click.Path(dir_okay=False), help="--retrain: save the retrained model here.")
+@click.option("--retrained-out", type=OutputPath(), help="--retrain: save the retrained model here.")
 @click.option(
     "--layout",
     type=click.Choice(["shared", "patch"]),
@@ -597,13 +597,14 @@ def spectrum_cmd(models, data_path, dataset, limit, psnr, layout, **_):
     "--misalign-from", help="Zoo name (e.g. pcnn-p4c8-s0): also train stems W_A + t E with the body retrained."
 )
 @click.option("--t", "t_values", default="0,0.05,0.2,1", show_default=True, help="Misalignment levels t.")
-@common_options("output", "format", "threads", "force", "meta", "quiet", "verbose")
+@common_options("output", "format", "threads", "force", "meta", "quiet", "verbose", output_kind="unchecked")
 def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, t_values, **_):
     """Train the model zoo into the folder -o DIR; prints a CSV of clean accuracies."""
     from pathlib import Path
 
     import pandas as pd
 
+    from methodkit.core.outputs import check_output
     from methodkit.tools.nte import data
     from methodkit.tools.nte.zoo import build_zoo
 
@@ -611,6 +612,7 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
     folder = run.output
     if folder == "-":
         raise click.UsageError("pass the zoo folder with -o DIR")
+    check_output(folder, folder=True, force=True)  # not a file; emptiness is checked below
     if Path(folder).exists() and any(Path(folder).iterdir()) and not run.force and not misalign_from:
         raise click.UsageError(f"{folder}: folder is not empty; pass --force to add to it")
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 PROG = "pls-test"
 METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
@@ -225,12 +225,41 @@ def _directions(text: str, run: Run):
 )
 @click.option("--kaiser/--no-kaiser", default=True, show_default=True, help="Kaiser normalisation for varimax.")
 @click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Level for the 'reject' field.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Level for the 'reject' field.",
+)
 @click.option("--fail-if-reject", is_flag=True, help="Exit 3 when any test rejects at --alpha.")
-@click.option("--per-split", "per_split_path", default=None, metavar="CSV", help="Write per-split r and z here.")
-@click.option("--null", "null_path", default=None, metavar="NPY", help="Write permutation null statistics here.")
-@click.option("--loadings", "loadings_path", default=None, metavar="CSV", help="Write W, varimax W and rotation.")
-@click.option("--coef", "coef_path", default=None, metavar="CSV", help="Write the jackknife coefficient table.")
+@click.option(
+    "--per-split",
+    "per_split_path",
+    type=OutputPath(),
+    default=None,
+    metavar="CSV",
+    help="Write per-split r and z here.",
+)
+@click.option(
+    "--null",
+    "null_path",
+    type=OutputPath(),
+    default=None,
+    metavar="NPY",
+    help="Write permutation null statistics here.",
+)
+@click.option(
+    "--loadings",
+    "loadings_path",
+    type=OutputPath(),
+    default=None,
+    metavar="CSV",
+    help="Write W, varimax W and rotation.",
+)
+@click.option(
+    "--coef", "coef_path", type=OutputPath(), default=None, metavar="CSV", help="Write the jackknife coefficient table."
+)
 @common_options(
     "output",
     "format",
@@ -486,9 +515,22 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--splits", type=int, default=50, show_default=True, help="Splits J.")
 @click.option("--perms", type=int, default=200, show_default=True, help="Permutations B.")
 @click.option("--folds", type=int, default=5, show_default=True, help="CV folds F.")
-@click.option("--alpha", type=float, default=0.05, show_default=True, help="Test level.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Test level.",
+)
 @click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
-@click.option("--summary", "summary_path", default=None, metavar="JSON", help="Write n for 80% power per method.")
+@click.option(
+    "--summary",
+    "summary_path",
+    type=OutputPath(),
+    default=None,
+    metavar="JSON",
+    help="Write n for 80% power per method.",
+)
 @click.option(
     "--scheduler",
     default="sync",

@@ -8,7 +8,6 @@ decompressed by extension. Every file output goes through `atomic_write`.
 from __future__ import annotations
 
 import bz2
-import contextlib
 import gzip
 import hashlib
 import io
@@ -17,15 +16,14 @@ import lzma
 import math
 import os
 import re
-import signal
+import stat
 import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from methodkit.core.errors import DataError, UsageError
+from methodkit.core.outputs import Terminated, atomic_write, check_output  # noqa: F401 (re-exported)
 
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "json")
 ARRAY_FORMATS = ("npy", "npz")
@@ -69,11 +67,24 @@ def format_from_path(path: str | os.PathLike, explicit: str | None = None, defau
 
 @dataclass(frozen=True)
 class InputBytes:
-    """The bytes of one input, decompressed, with its name and digest (for --meta)."""
+    """The bytes of one input, decompressed, with its name and digest (for --meta).
+
+    `pipe` is True when it came through a pipe or FIFO, where a last line without a newline is
+    normal (`printf`), whereas in a file it means the file was cut short.
+    """
 
     data: bytes
     name: str
     sha256: str
+    pipe: bool = False
+
+
+def _is_pipe(fd_or_path) -> bool:
+    try:
+        mode = os.fstat(fd_or_path).st_mode if isinstance(fd_or_path, int) else os.stat(fd_or_path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 def read_input_bytes(path: str | os.PathLike) -> InputBytes:
@@ -81,8 +92,10 @@ def read_input_bytes(path: str | os.PathLike) -> InputBytes:
     name = display_name(path)
     if str(path) == "-":
         raw = sys.stdin.buffer.read()
+        pipe = _is_pipe(sys.stdin.fileno()) if hasattr(sys.stdin, "fileno") else True
     else:
         p = Path(path)
+        pipe = _is_pipe(p)
         if p.is_dir():
             raise DataError(f"{name}: is a directory, expected a file")
         try:
@@ -97,7 +110,21 @@ def read_input_bytes(path: str | os.PathLike) -> InputBytes:
                 raw = decompress(raw)
             except Exception as exc:
                 raise DataError(f"{name}: cannot decompress ({exc})") from None
-    return InputBytes(raw, name, hashlib.sha256(raw).hexdigest())
+    return InputBytes(raw, name, hashlib.sha256(raw).hexdigest(), pipe)
+
+
+def decode_text(source: str | os.PathLike | InputBytes) -> str:
+    """An input as UTF-8 text; a binary or otherwise undecodable file is a DataError naming it."""
+    src = _as_input(source)
+    try:
+        text = src.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{src.name}: not UTF-8 text (byte {exc.start}); is it the right file? (convert with iconv -t utf-8)"
+        ) from None
+    if "\x00" in text:
+        raise DataError(f"{src.name}: binary data (a NUL byte at offset {text.index(chr(0))}), expected text")
+    return text
 
 
 def _as_input(source: str | os.PathLike | InputBytes) -> InputBytes:
@@ -142,6 +169,8 @@ def read_table(
         raise UsageError(f"{name}: '{kind}' is not a table format (expected one of {', '.join(TABLE_FORMATS)})")
     if not src.data.strip() and kind != "parquet":
         raise DataError(f"{name}: empty input, expected a {kind.upper()} table")
+    if kind in ("csv", "tsv"):
+        refuse_cut_text(src, kind)
     buffer = io.BytesIO(src.data)
     try:
         if kind in ("csv", "tsv"):
@@ -170,11 +199,56 @@ def read_table(
         raise DataError(f"{name}: malformed {kind.upper()}: {_first_line(exc)}") from None
     except Exception as exc:  # pyarrow raises its own types for corrupt files
         raise DataError(f"{name}: cannot read as {kind.upper()}: {_first_line(exc)}") from None
+    if kind in ("csv", "tsv") and len(frame.columns) and frame.iloc[:, -1].isna().any():
+        _refuse_short_rows(src, "," if kind == "csv" else "\t", len(frame.columns))  # a short row ends in NaN
     if not allow_empty and len(frame) == 0:
         raise DataError(f"{name}: the table has no rows")
     frame.attrs["source"] = name
     frame.attrs["format"] = kind
     return frame
+
+
+def refuse_cut_text(src: InputBytes, kind: str) -> None:
+    """A text table from a file whose last line has no newline was most likely cut short (a full
+    disk, a killed writer): its last value may be cut too, which no parser can see. From a pipe
+    it is common (`printf`) and accepted."""
+    if src.pipe or src.data.endswith(b"\n"):
+        return
+    line = src.data.count(b"\n") + 1
+    raise DataError(
+        f"{src.name}: line {line}: the last line has no newline, so the file looks cut short; "
+        f"if it is complete, end it with a newline (echo >> {src.name})"
+    )
+
+
+def _refuse_short_rows(src: InputBytes, sep: str, expected: int) -> None:
+    """pandas pads a row with too few fields with NaN; name the first such row instead."""
+    import csv
+
+    reader = csv.reader(io.StringIO(src.data.decode("utf-8", errors="replace"), newline=""), delimiter=sep)
+    for row in reader:
+        if row and len(row) != expected:
+            if reader.line_num == 1:
+                continue  # the header itself
+            raise DataError(f"{src.name}: line {reader.line_num}: expected {expected} fields, saw {len(row)}")
+
+
+def stray_text(series) -> tuple[int, str] | None:
+    """(position, value) of the first cell that is not a number in a column whose other cells
+    mostly are (at least half): one typo that would silently turn a numeric column into text."""
+    import numpy as np
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+        return None
+    present = series.notna().to_numpy()
+    if not present.any():
+        return None
+    numbers = pd.to_numeric(series, errors="coerce").notna().to_numpy()
+    if numbers.sum() * 2 < present.sum() or numbers.sum() == present.sum():
+        return None
+    i = int(np.flatnonzero(present & ~numbers)[0])
+    return i, str(series.iloc[i])
 
 
 def _first_line(exc: BaseException) -> str:
@@ -202,8 +276,10 @@ def require_columns(frame, columns, flag: str | None = None) -> None:
             raise DataError(f"column '{column}' not found in {name} (columns: {', '.join(present)}){hint}")
 
 
-def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, dtype="float64"):
-    """The given columns as a float array; non-numeric cells and (unless allowed) NaN/inf are errors."""
+def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, allow_missing: bool = False, dtype="float64"):
+    """The given columns as a float array; non-numeric cells and (unless allowed) NaN/inf are errors.
+
+    allow_missing lets empty cells (NaN) through but still refuses infinite ones."""
     import numpy as np
     import pandas as pd
 
@@ -221,7 +297,7 @@ def numeric_matrix(frame, columns=None, *, allow_nonfinite: bool = False, dtype=
                 f"{name}: {row_label(frame, i)}: column '{column}' is not numeric ({str(original.iloc[i])!r})"
             )
         if not allow_nonfinite:
-            bad = np.flatnonzero(~np.isfinite(values))
+            bad = np.flatnonzero(np.isinf(values) if allow_missing else ~np.isfinite(values))
             if bad.size:
                 i = int(bad[0])
                 what = "empty/NaN" if np.isnan(values[i]) else "infinite"
@@ -262,12 +338,24 @@ def read_arrays(source: str | os.PathLike | InputBytes) -> dict[str, Any]:
     src = _as_input(source)
     try:
         loaded = np.load(io.BytesIO(src.data), allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            return {"arr_0": loaded}
+        with loaded:
+            return {key: loaded[key] for key in loaded.files}
     except Exception as exc:
-        raise DataError(f"{src.name}: not a NPY/NPZ file ({_first_line(exc)})") from None
-    if isinstance(loaded, np.ndarray):
-        return {"arr_0": loaded}
-    with loaded:
-        return {key: loaded[key] for key in loaded.files}
+        raise DataError(f"{src.name}: not a NPY/NPZ file ({_array_problem(src.data, exc)})") from None
+
+
+def _array_problem(data: bytes, exc: BaseException) -> str:
+    """Why bytes are not a usable NPY/NPZ, in words that never advise unpickling."""
+    if data[:6] == b"\x93NUMPY":
+        text = str(exc)
+        if "pickle" in text.lower():
+            return "it holds Python objects (a pickle), which are never loaded; save plain numeric arrays"
+        return "a damaged NPY: " + _first_line(exc)
+    if data[:4] == b"PK\x03\x04":
+        return "a damaged or non-array ZIP: " + _first_line(exc)[:120]
+    return "unrecognised content: neither the NPY magic nor a ZIP archive"
 
 
 def write_arrays(
@@ -293,19 +381,18 @@ def write_arrays(
 def read_json(source: str | os.PathLike | InputBytes):
     """Read one JSON document."""
     src = _as_input(source)
+    text = decode_text(src)
     try:
-        return json.loads(src.data)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{src.name}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{src.name}: not UTF-8 text") from None
 
 
 def read_jsonl(source: str | os.PathLike | InputBytes) -> list:
     """Read JSON Lines into a list of objects, naming the first malformed line."""
     src = _as_input(source)
     out = []
-    for number, line in enumerate(src.data.decode("utf-8", errors="strict").splitlines(), start=1):
+    for number, line in enumerate(decode_text(src).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -352,64 +439,6 @@ def write_json(value, path: str | os.PathLike = "-", *, force: bool = False, ind
 
 
 def refuse_existing(path: str | os.PathLike, force: bool = False) -> None:
-    """An existing output file without --force is a usage error (stdout, `-`, never exists)."""
-    if str(path) != "-" and Path(path).exists() and not force:
-        raise UsageError(f"{path}: already exists; pass --force to overwrite")
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, *, binary: bool = True, force: bool = False) -> Iterator[IO]:
-    """Yield a handle whose content replaces `path` only if the block completes.
-
-    A temporary file in the same folder is renamed over the target on success and
-    removed on any exception (SIGTERM is turned into an exception while writing),
-    so a failed run never leaves a partial or clobbered output. `-` is stdout.
-    An existing file is refused unless `force`.
-    """
-    if str(path) == "-":
-        stream = sys.stdout.buffer if binary else sys.stdout
-        yield stream
-        stream.flush()
-        return
-    target = Path(path)
-    refuse_existing(target, force)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"{target}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
-    with _sigterm_raises():
-        try:
-            with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as handle:
-                yield handle
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-
-
-class Terminated(SystemExit):
-    """Raised in place of SIGTERM's default action so that cleanup runs (exit status 143)."""
-
-    def __init__(self):
-        super().__init__(128 + signal.SIGTERM)
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """Within the block, SIGTERM raises Terminated (main thread only; elsewhere a no-op)."""
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    """An output that could not be written (an existing file without --force, a missing folder)
+    is a usage error now; stdout and special files such as /dev/null are never refused."""
+    check_output(path, force=force)

@@ -50,7 +50,7 @@ def test_random_same_seed_same_bytes_and_existing_output_kept(run_cli, tmp_path,
     assert (tmp_path / "a.pgn").read_text().count("[Event") == 5
     before = (tmp_path / "a" / "manifest.json").read_bytes()
     again = run_cli([*args, "-o", tmp_path / "a", "--seed", "5"])
-    one_line_error(again, "chess-wm", "already holds a data set; pass --force")
+    one_line_error(again, "chess-wm", "folder exists and is not empty; pass --force")
     assert (tmp_path / "a" / "manifest.json").read_bytes() == before
 
 
@@ -111,7 +111,7 @@ def test_train_eval_predict_pipeline(run_cli, shell, tmp_path, random_dir, one_l
     assert {"model.safetensors", "model.json", "log.csv", "config.json"} <= {p.name for p in run.iterdir()}
     # existing checkpoint is not overwritten without --resume/--force
     again = run_cli(["chess-wm", "train", random_dir, "-o", run, "--size", "d64", "--steps", "4"])
-    one_line_error(again, "chess-wm", "already holds a checkpoint")
+    one_line_error(again, "chess-wm", "folder exists and is not empty; pass --force")
     # eval: TSV on stdout, files in --out-dir
     proc = run_cli(
         [

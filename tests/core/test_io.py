@@ -211,3 +211,172 @@ def test_parquet_runs_on_one_arrow_thread_each_way(tmp_path):
     )  # fmt: skip
     before, written, read, values = json.loads(proc.stdout)
     assert before[0] == 4 and written == read == [1, 1] and values == [1.0, 2.0]
+
+
+# ---------------------------------------------------------------- outputs: modes, special targets, the plan
+
+
+def _mode(path) -> int:
+    import os
+    import stat
+
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_new_files_follow_the_umask_and_force_keeps_the_mode(tmp_path):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        io.write_json({"a": 1}, tmp_path / "new.json")
+        assert _mode(tmp_path / "new.json") == 0o644
+        os.umask(0o077)
+        io.write_json({"a": 1}, tmp_path / "private.json")
+        assert _mode(tmp_path / "private.json") == 0o600
+        os.chmod(tmp_path / "new.json", 0o664)
+        io.write_json({"a": 2}, tmp_path / "new.json", force=True)
+        assert _mode(tmp_path / "new.json") == 0o664 and io.read_json(tmp_path / "new.json") == {"a": 2}
+    finally:
+        os.umask(old)
+
+
+def test_special_targets_are_written_into_and_symlinks_resolved(tmp_path):
+    import os
+    import stat
+    import threading
+
+    # /dev/null exists but is never refused; never pass force=True here: with the fix reverted, a test
+    # run as root would replace the machine's /dev/null by a regular file (the bug of issue 22)
+    io.write_json({"a": 1}, "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    io.write_json({"b": 2}, fifo, force=True)
+    reader.join(10)
+    assert got == [b'{"b": 2}\n'] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    (tmp_path / "real.json").write_text("old\n")
+    os.symlink("real.json", tmp_path / "link.json")
+    with pytest.raises(UsageError, match="already exists"):
+        io.write_json({"c": 3}, tmp_path / "link.json")
+    io.write_json({"c": 3}, tmp_path / "link.json", force=True)
+    assert (tmp_path / "link.json").is_symlink() and io.read_json(tmp_path / "real.json") == {"c": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link.json", "real.json"]
+
+
+def test_a_plan_renames_claimed_files_together_at_the_end_meta_last(tmp_path, monkeypatch):
+    import os
+
+    from methodkit.core import outputs
+
+    order = []
+    replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda a, b: order.append(os.path.basename(b)) or replace(a, b))
+    with outputs.output_plan():
+        outputs.claim(tmp_path / "meta.json", last=True, flag="--meta")
+        outputs.claim(tmp_path / "out.csv", flag="--output")
+        io.write_json({}, tmp_path / "meta.json")
+        io.write_table(pd.DataFrame({"a": [1]}), tmp_path / "out.csv")
+        io.write_json({}, tmp_path / "unclaimed.json")  # not part of the plan: written at once
+        assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == ["unclaimed.json"]
+    assert order == ["unclaimed.json", "out.csv", "meta.json"]
+    with pytest.raises(UsageError, match="--meta .*: the same file as --output"):
+        with outputs.output_plan():
+            outputs.claim(tmp_path / "x.json", flag="--output", force=True)
+            outputs.claim(tmp_path / "x.json", flag="--meta", force=True)
+
+
+def test_a_failed_plan_writes_nothing_and_leaves_no_temporary(tmp_path):
+    from methodkit.core import outputs
+
+    (tmp_path / "old.csv").write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with outputs.output_plan():
+            outputs.claim(tmp_path / "old.csv", force=True)
+            outputs.claim(tmp_path / "meta.json", last=True)
+            io.write_json({}, tmp_path / "meta.json")
+            io.write_table(pd.DataFrame({"a": [1]}), tmp_path / "old.csv", force=True)
+            raise RuntimeError("the work failed after the writes")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.csv"]
+    assert (tmp_path / "old.csv").read_text() == "old\n"
+
+
+def test_sigterm_while_claimed_files_wait_removes_them(tmp_path):
+    """Between a deferred write and the commit SIGTERM ends the command (143) without leftovers."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, sys\n"
+        "from methodkit.core import io, outputs\n"
+        "with outputs.output_plan():\n"
+        "    outputs.claim(sys.argv[1])\n"
+        "    io.write_json({'a': 1}, sys.argv[1])\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('not reached')\n"
+    )
+    proc = subprocess.run([sys.executable, "-P", "-c", script, str(tmp_path / "r.json")], capture_output=True)
+    assert proc.returncode == 143 and proc.stdout == b""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_folder_outputs(tmp_path):
+    from methodkit.core.outputs import check_output
+
+    check_output(tmp_path / "new" / "run", folder=True)  # parents are created by the command
+    (tmp_path / "empty").mkdir()
+    check_output(tmp_path / "empty", folder=True)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("x")
+    with pytest.raises(UsageError, match="folder exists and is not empty; pass --force"):
+        check_output(tmp_path / "busy", folder=True)
+    check_output(tmp_path / "busy", folder=True, force=True)
+    with pytest.raises(UsageError, match="exists and is not a folder"):
+        check_output(tmp_path / "busy" / "x", folder=True)
+    with pytest.raises(UsageError, match="is a folder, expected a file name"):
+        check_output(tmp_path / "busy")
+
+
+# ---------------------------------------------------------------- inputs: cut tables, stray text, garbage
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"a,b\n1,2\n3,4\n5", "line 4: the last line has no newline"),
+        (b"a,b\n1,2\n3,4\n5,6", "line 4: the last line has no newline"),
+        (b"a,b\n1,2\n3\n5,6\n", "line 3: expected 2 fields, saw 1"),
+        (b'a,b\n1,"x\ny"\n3\n', "line 4: expected 2 fields, saw 1"),  # a quoted newline counts as a line
+    ],
+)
+def test_cut_and_short_rows_are_refused(tmp_path, content, message):
+    (tmp_path / "t.csv").write_bytes(content)
+    with pytest.raises(DataError) as info:
+        io.read_table(tmp_path / "t.csv")
+    assert info.value.message.startswith(f"{tmp_path / 't.csv'}: {message}")
+
+
+def test_empty_trailing_cells_are_not_short_rows(tmp_path):
+    (tmp_path / "t.csv").write_bytes(b"a,b\n1,\n3,4\n")
+    assert io.read_table(tmp_path / "t.csv")["b"].isna().tolist() == [True, False]
+
+
+def test_stray_text():
+    assert io.stray_text(pd.Series(["1", "2.5", "abc", "4"])) == (2, "abc")
+    assert io.stray_text(pd.Series(["a", "b", "1"])) is None  # mostly text: categories
+    assert io.stray_text(pd.Series([1.0, 2.0])) is None
+    assert io.stray_text(pd.Series(["1", None, "2"])) is None
+
+
+def test_garbage_and_binary_inputs(tmp_path):
+    (tmp_path / "g.npz").write_bytes(bytes(range(256)))
+    with pytest.raises(DataError, match=r"g\.npz: not a NPY/NPZ file \(unrecognised content"):
+        io.read_arrays(tmp_path / "g.npz")
+    (tmp_path / "g.json").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(DataError, match=r"g\.json: not UTF-8 text \(byte 0\)"):
+        io.read_json(tmp_path / "g.json")
+    (tmp_path / "n.jsonl").write_bytes(b'{"a": 1}\n\x00\x01\n')
+    with pytest.raises(DataError, match=r"n\.jsonl: binary data"):
+        io.read_jsonl(tmp_path / "n.jsonl")

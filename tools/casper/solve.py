@@ -64,7 +64,17 @@ def check_scores(program: Program, scores, name: str, nan: str = "error") -> np.
         else:
             shown = ", ".join(str(i) for i in bad[:10]) + (" ..." if bad.size > 10 else "")
             raise DataError(f"{name}: NaN or Inf scores in instances {shown}; fix them or pass --nan zero")
+    huge = np.argwhere(np.abs(scores) > SCORE_LIMIT)
+    if huge.size:  # finite, but the projection's squares and exponentials overflow
+        i, j = (int(v) for v in huge[0])
+        raise DataError(
+            f"{name}: instance {i}, variable {program.user_names[j]}: score {scores[i, j]:.3g} is beyond "
+            f"+-{SCORE_LIMIT:.0e}, where the projection overflows; rescale the scores"
+        )
     return scores
+
+
+SCORE_LIMIT = 1e100  # |score| above this overflows float64 in the projection (squares reach 1e200+)
 
 
 @dataclass

@@ -100,7 +100,7 @@ def from_frame(frame: pd.DataFrame, *, clip: tuple[float, float] | None = (10.0,
     for column in ("block", "trial", "true_vol", "true_sto", "outcome"):
         numbers[column] = io.numeric_matrix(frame, [column])[:, 0]
     for column in ("response", "rt_ms") + (("latent",) if "latent" in frame.columns else ()):
-        numbers[column] = io.numeric_matrix(frame, [column], allow_nonfinite=True)[:, 0]
+        numbers[column] = io.numeric_matrix(frame, [column], allow_missing=True)[:, 0]  # empty = no response
     for column in ("block", "trial"):
         values = numbers[column]
         bad = np.flatnonzero((values < 1) | (values != np.round(values)))
@@ -220,6 +220,15 @@ class Task:
     sto: np.ndarray  # [C]
     latent: np.ndarray  # [T, C]
     outcome: np.ndarray  # [T, C]
+
+
+TASK_BYTES_PER_ROW = 300  # peak memory per row of the task table written as CSV (measured: ~280)
+
+
+def task_rows(design: str = "stovol2x2", trials: int | None = None) -> int:
+    """Rows of the task table: one per trial and condition (for the memory guard)."""
+    spec = DESIGNS.get(design, DESIGNS["stovol2x2"])
+    return (spec["trials"] if trials is None else trials) * len(spec["vol"])
 
 
 def simulate_task(

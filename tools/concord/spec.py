@@ -7,6 +7,7 @@ problems of a file are gathered into one message.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from methodkit.core.errors import DataError
@@ -147,6 +148,9 @@ def _number(doc: dict, key: str, path: str, problems: _Problems, *, default=None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         problems.add(f"{path}{key}", f"expected a number, got {value!r}")
         return 1
+    if not math.isfinite(value):  # YAML's .nan / .inf are floats too
+        problems.add(f"{path}{key}", f"expected a finite number, got {value!r}")
+        return 1
     if integer and int(value) != value:
         problems.add(f"{path}{key}", f"expected an integer, got {value!r}")
         return 1
@@ -165,6 +169,9 @@ def _quantity(doc: dict, key: str, kind: str, path: str, problems: _Problems, de
         out = units.parse(value, kind)
     except units.UnitError as exc:
         problems.add(f"{path}{key}", str(exc))
+        return 1.0
+    if not math.isfinite(out):
+        problems.add(f"{path}{key}", f"expected a finite quantity, got {value!r}")
         return 1.0
     if out <= 0 and kind != "time":
         problems.add(f"{path}{key}", f"must be positive, got {value!r}")

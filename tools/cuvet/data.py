@@ -126,6 +126,22 @@ def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, 
     return out, {k: v for k, v in known.items() if k in features}
 
 
+def stray_text_warnings(frame: pd.DataFrame, categorical: list[str]) -> list[str]:
+    """A text column whose cells are numbers but for a few is more likely a typo than categories."""
+    from methodkit.core.io import stray_text
+
+    out = []
+    for column in categorical:
+        found = stray_text(frame[column])
+        if found is not None:
+            i, value = found
+            out.append(
+                f"{frame.attrs.get('source', 'input')}: {row_label(frame, i)}: column '{column}' is numeric but for "
+                f"{value!r}, so it is treated as categorical; fix the cell if that is a typo"
+            )
+    return out
+
+
 def load_rct(
     frame: pd.DataFrame,
     treatment: str,
@@ -229,6 +245,7 @@ def load_rct(
     if not features:
         raise DataError(f"{name}: no feature columns left; pass --features")
     X, lev = encode_features(frame.iloc[rows], features, levels)
+    warnings.extend(stray_text_warnings(frame, [f for f in lev if f not in (levels or {})]))
     data = RCT(X, list(features), lev, t, y, z, ids, k, cost, dropped, warnings, rows)
     if n_arms is None:
         warnings.extend(balance_warnings(data))

@@ -117,8 +117,10 @@ def column_roles(
             raise UsageError(f"{flag}: '{label}' is the label column")
     if categorical is None:
         categorical = [c for c in features if not _is_numeric(frame[c])]
+        _refuse_stray_text(frame, categorical)
     else:
         bad = [c for c in features if c not in categorical and not _is_numeric(frame[c])]
+        _refuse_stray_text(frame, bad)
         categorical = [c for c in features if c in categorical or c in bad]
     numeric = [c for c in features if c not in categorical]
     if integer is None:
@@ -135,6 +137,20 @@ def column_roles(
             f"(numeric: {', '.join(numeric) or 'none'})"
         )
     return features, categorical, integer, mutable
+
+
+def _refuse_stray_text(frame: pd.DataFrame, columns) -> None:
+    """A mostly numeric column with a stray word would silently become categorical: name the cell."""
+    from methodkit.core.io import row_label, stray_text
+
+    for column in columns:
+        found = stray_text(frame[column])
+        if found is not None:
+            i, value = found
+            raise DataError(
+                f"{_name(frame)}: {row_label(frame, i)}: column '{column}' is numeric but for {value!r}; "
+                f"fix the cell, or pass --categorical {column} to treat the column as categories"
+            )
 
 
 def _integral(series: pd.Series) -> bool:
@@ -167,6 +183,15 @@ def encode(frame: pd.DataFrame, features, categorical, categories) -> tuple[np.n
                     f"({frame[column].iloc[i]!r}); list it in --categorical"
                 )
             X[:, j] = values.to_numpy(dtype=np.float64)
+            infinite = np.flatnonzero(np.isinf(X[:, j]))
+            if infinite.size:  # NaN is LightGBM's missing value; Inf is not a value at all
+                from methodkit.core.io import row_label
+
+                i = int(infinite[0])
+                raise DataError(
+                    f"{_name(frame)}: {row_label(frame, i)}: column '{column}' is {float(X[i, j])}; "
+                    "use a finite value, or leave the cell empty for missing"
+                )
     return X, unseen
 
 

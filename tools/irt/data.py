@@ -296,5 +296,6 @@ def read_response_data(
     if no_header:
         if kind != "csv":
             raise UsageError("--no-header applies to CSV input only")
+        io.refuse_cut_text(source, "csv")
         return from_wide(read_headerless_csv(source.data, name), name, binarize)
     return from_table(io.read_table(source, kind), name, binarize)

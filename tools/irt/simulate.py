@@ -101,12 +101,9 @@ def items(spec: DrawSpec, rng: np.random.Generator):
         return _items_from_file(spec, rng)
     text = None
     if spec.profiles_file is not None:
-        from pathlib import Path
+        from methodkit.core.io import decode_text
 
-        try:
-            text = Path(spec.profiles_file).read_text()
-        except OSError as exc:
-            raise DataError(f"{spec.profiles_file}: cannot read ({exc.strerror})") from None
+        text = decode_text(spec.profiles_file)  # a binary file is a one-line DataError naming it
     profile = prof.get(spec.profile, prof.load(text, spec.profiles_file or "built-in profiles"))
     J = profile.n_items if spec.n_items is None else spec.n_items
     mu_b = prof.solve_mu_b(profile, spec.model)
