@@ -49,9 +49,10 @@ def main():
     ranking, item-recovery, coverage and predictive metrics. `bench` times our
     estimators against girth and the python mirt package (CPU seconds).
 
-    PSN fits an unconstrained a by default (the reference's choice), so at N = 500 it can
-    end in mixed-sign optima; `--positive-a` keeps a > 0 (softplus). How each estimator
-    fares on the issue's acceptance grid: docs/irt.md.
+    PSN fits an unconstrained a by default (the reference's choice) and reports the scale
+    with mean a > 0, as the other estimators (fit.json: sign_reflected, n_negative_a); it
+    can still end with some items at a < 0, which `--positive-a` (softplus) rules out.
+    How each estimator fares on the issue's acceptance grid: docs/irt.md.
 
     \b
     EXAMPLES

@@ -259,3 +259,27 @@ def test_diagnostics_by_parameter_blocks_equal_one_pass(monkeypatch):
     blocked = [f(draws) for f in (diagnostics.rhat, diagnostics.ess, diagnostics.bulk_ess)]
     for a, b in zip(one_pass, blocked):
         assert a.shape == (7,) and np.array_equal(a, b, equal_nan=True)
+
+
+def test_psn_reports_the_scale_with_mean_a_positive():
+    # at 40 x 100 the unconstrained PSN with seed 1 ends on the reversed scale (all a < 0, corr(theta,
+    # truth) -0.95 before the reflection); the fit must come back as the other estimators report it
+    d = draw(DrawSpec(n_models=40, n_items=100), 0)
+    fit = estimators.run(d, "2pl", "psn", estimators.make_settings("psn", epochs=20), seed=1)
+    e = fit.estimate
+    assert fit.info["sign_reflected"] is True
+    assert e.a.mean() > 0 and fit.info["n_negative_a"] == int((e.a < 0).sum())
+    assert np.corrcoef(e.theta, d.theta)[0, 1] > 0.9 and np.corrcoef(e.b, d.b)[0, 1] > 0.8
+    assert evaluate.evaluate(e, d, "2pl")["sign_flip"] is False
+
+
+def test_psn_reflection_keeps_every_probability():
+    from methodkit.tools.irt import psn
+    from methodkit.tools.irt.models import prob
+
+    rng = np.random.default_rng(3)
+    a, b, theta = -np.abs(rng.normal(1, 0.3, 8)), rng.normal(size=8), rng.normal(size=5)
+    before = prob(theta, a, b, np.zeros(8))
+    assert psn.identify_sign(a, b, theta) and a.mean() > 0
+    np.testing.assert_allclose(prob(theta, a, b, np.zeros(8)), before, rtol=0, atol=1e-15)
+    assert not psn.identify_sign(a, b, theta)

@@ -114,7 +114,7 @@ class FitResult:
         """The one-line summary `irt-fit fit` prints."""
         keep = ("estimator", "model", "status", "converged", "n_iter", "seconds", "peak_rss_mb", "n_models", "n_items")
         out = {k: self.info.get(k) for k in keep}
-        for k in ("loglik", "elbo", "val_loss", "rhat_max", "ess_min"):
+        for k in ("loglik", "elbo", "val_loss", "rhat_max", "ess_min", "sign_reflected", "n_negative_a"):
             if self.info.get(k) is not None:
                 out[k] = self.info[k]
         return out
