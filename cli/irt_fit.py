@@ -101,6 +101,13 @@ def main():
 @click.option(
     "--c-prior", default="5,17", show_default=True, metavar="A,B", help="Beta prior on the 3PL c (MML, MCMC, VI)."
 )
+@click.option(
+    "--a-max",
+    type=click.FloatRange(min=0, min_open=True, max=54.6),
+    default=5.0,
+    show_default=True,
+    help="MML upper bound on a (python mirt's); fit.json counts the items that end on it.",
+)
 @click.option("--quadrature", type=click.IntRange(min=5), default=61, show_default=True, help="MML nodes on [-6, 6].")
 @click.option("--tol", type=float, default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
 @click.option("--max-cycles", type=click.IntRange(min=1), default=500, show_default=True, help="MML EM cycles.")
@@ -239,6 +246,7 @@ def fit_cmd(
         epochs=opts["epochs"],
         patience=opts["patience"],
         positive_a=opts["positive_a"],
+        a_max=opts["a_max"],
         device=device,
     )
     if method == "vi":
@@ -255,6 +263,8 @@ def fit_cmd(
             mem_limit_mb=mem_limit,
             callback=callback,
         )
+    for message in result.info["warnings"]:
+        warn(run.tool, message)
     result.info["screen"] = screen.to_dict()
     result.info["input"] = source.name
     if paths:

@@ -283,3 +283,21 @@ def test_psn_reflection_keeps_every_probability():
     assert psn.identify_sign(a, b, theta) and a.mean() > 0
     np.testing.assert_allclose(prob(theta, a, b, np.zeros(8)), before, rtol=0, atol=1e-15)
     assert not psn.identify_sign(a, b, theta)
+
+
+def test_mml_caps_discriminations_whose_ml_does_not_exist():
+    # the smallest size that shows the N = 200, J = 2000 case (docs/irt.md): at 50 x 200 (draw
+    # seed 0) items separated along the ability order run to the old box's end e^4 = 55 and take
+    # corr(a, truth) to 0.20; under the default a_max = 5 (python mirt's) it is 0.59
+    d = draw(DrawSpec(n_models=50, n_items=200), 0)
+    old = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", a_max=float(np.exp(4))))
+    assert np.corrcoef(old.estimate.a, d.a)[0, 1] < 0.3 and old.info["n_items_at_bound"] >= 1
+    fit = estimators.run(d, "2pl", "mml", estimators.make_settings("mml"))
+    e = fit.estimate
+    assert np.corrcoef(e.a, d.a)[0, 1] > 0.5 and e.a.max() <= 5.0 + 1e-9
+    upper = fit.info["items_at_bound"]["a_upper"]
+    assert fit.info["n_items_at_bound"] == len(upper) >= 1
+    assert set(upper) == set(d.item_id[e.a >= 5.0 - 1e-6].astype(str))
+    assert "upper bound 5" in fit.info["warnings"][0] and fit.to_dict()["n_items_at_bound"] == len(upper)
+    weak = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", prior="weak"))
+    assert weak.info["n_items_at_bound"] == 0 and weak.info["warnings"] == []

@@ -114,10 +114,30 @@ class FitResult:
         """The one-line summary `irt-fit fit` prints."""
         keep = ("estimator", "model", "status", "converged", "n_iter", "seconds", "peak_rss_mb", "n_models", "n_items")
         out = {k: self.info.get(k) for k in keep}
-        for k in ("loglik", "elbo", "val_loss", "rhat_max", "ess_min", "sign_reflected", "n_negative_a"):
+        optional = ("loglik", "elbo", "val_loss", "rhat_max", "ess_min", "sign_reflected", "n_negative_a")
+        for k in (*optional, "n_items_at_bound", "warnings"):
             if self.info.get(k) is not None:
                 out[k] = self.info[k]
         return out
+
+
+def reliability_warnings(info: dict, settings) -> list[str]:
+    """The reasons not to trust a fit that ended with status ok, one sentence each (printed by the CLI)."""
+    out = []
+    bound = info.get("items_at_bound") or {}
+    upper, lower = bound.get("a_upper", []), bound.get("a_lower", [])
+    if upper:
+        out.append(
+            f"{len(upper)} item(s) have a at the upper bound {settings.a_max:g} (first: {', '.join(upper[:5])}): "
+            "their responses are (nearly) separated along the ability order, so the ML a does not exist; "
+            "fit.json lists them under items_at_bound, and --prior weak estimates them"
+        )
+    if lower:
+        out.append(
+            f"{len(lower)} item(s) have a at the lower bound {mml.A_MIN:.3g} (first: "
+            f"{', '.join(lower[:5])}): they discriminate in the wrong direction or not at all"
+        )
+    return out
 
 
 def run(
@@ -168,5 +188,8 @@ def run(
     }
     for key in ("rhat_max", "ess_min"):
         info.setdefault(key, None)
+    if "at_bound" in info:
+        info["items_at_bound"] = {k: [str(data.item_id[i]) for i in v] for k, v in info.pop("at_bound").items()}
+    info["warnings"] = reliability_warnings(info, settings)
     est.info = info
     return FitResult(est, np.asarray(data.item_id), np.asarray(data.model_id), info)
