@@ -73,6 +73,8 @@ def main():
       1  failure while running (a fit that diverged or ran past --time-limit or
          --cpu-limit: outputs kept)
       2  bad usage or bad input data (non-binary cells, duplicates, too small, over --mem-limit)
+      3  --fail-if-unconverged and the fit did not converge (MML: --tol not reached;
+         MCMC: R-hat >= 1.05 or bulk ESS < 100; VI: mean ELBO still moving; PSN: no early stop)
       130  interrupted
     """
 
@@ -167,6 +169,9 @@ def main():
     help="Score >= THRESH counts as correct (for non-binary scores).",
 )
 @click.option("--no-header", is_flag=True, help="Wide CSV without header row (rows = models).")
+@click.option(
+    "--fail-if-unconverged", is_flag=True, help="Exit 3 when the fit did not converge (outputs are still written)."
+)
 @click.option("--drop-extreme", is_flag=True, help="Remove all-correct/all-wrong models and items before fitting.")
 @common_options(
     "output",
@@ -195,6 +200,7 @@ def fit_cmd(
     time_limit,
     cpu_limit,
     mem_limit,
+    fail_if_unconverged,
     **opts,
 ):
     """Fit MODEL by METHOD to DATA (NPZ, long or wide CSV/Parquet); print a one-line JSON summary."""
@@ -286,6 +292,11 @@ def fit_cmd(
             f"the {method} fit ended with status {result.info['status']}"
             + (f"; partial results in {out_dir}" if out_dir else "")
         )
+    if fail_if_unconverged and not result.info["converged"]:
+        from methodkit.core.errors import CheckFailed
+        from methodkit.tools.irt.estimators import unconverged_message
+
+        raise CheckFailed(f"--fail-if-unconverged: {unconverged_message(result.info)}")
 
 
 def _read_fit(path: str):

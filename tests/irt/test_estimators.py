@@ -301,3 +301,38 @@ def test_mml_caps_discriminations_whose_ml_does_not_exist():
     assert "upper bound 5" in fit.info["warnings"][0] and fit.to_dict()["n_items_at_bound"] == len(upper)
     weak = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", prior="weak"))
     assert weak.info["n_items_at_bound"] == 0 and weak.info["warnings"] == []
+
+
+def test_vi_elbo_change_needs_two_flat_windows():
+    from methodkit.tools.irt import vi
+
+    rng = np.random.default_rng(0)
+    flat = list(-1000 + rng.normal(0, 5, 400))
+    rising = list(np.linspace(-2000, -1000, 400) + rng.normal(0, 5, 400))
+    assert vi.elbo_change(flat, 100) < 0.01 < vi.elbo_change(rising, 100)
+    assert vi.elbo_change(flat[:150], 100) is None
+
+
+@pytest.mark.parametrize(
+    "method, options, says",
+    [
+        ("mml", {"max_cycles": 2}, "MML stopped after 2 EM cycles"),
+        ("mcmc", {"warmup": 10, "draws": 10}, "MCMC not converged: R-hat max"),
+        ("vi", {"steps": 150}, "VI ran 150 steps, fewer than two windows"),
+        ("psn", {"epochs": 1}, "PSN used all 1 epochs"),
+    ],
+)
+def test_unconverged_fits_say_so(method, options, says):
+    d = draw(DrawSpec(n_models=30, n_items=20), 5)
+    fit = estimators.run(d, "2pl", method, estimators.make_settings(method, **options), seed=0)
+    assert fit.info["status"] == "ok" and fit.info["converged"] is False
+    assert any(w.startswith(says) for w in fit.info["warnings"]), fit.info["warnings"]
+    assert fit.to_dict()["convergence"] == fit.info["convergence"]
+
+
+def test_vi_converges_only_when_its_elbo_settles():
+    d = draw(DrawSpec(n_models=30, n_items=40), 2)
+    fit = estimators.run(d, "2pl", "vi", estimators.make_settings("vi", steps=2000), seed=0)
+    change = fit.info["convergence"]["elbo_rel_change"]
+    assert fit.info["converged"] is True and change < 0.01
+    assert not any(w.startswith("VI") for w in fit.info["warnings"])

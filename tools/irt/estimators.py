@@ -115,7 +115,7 @@ class FitResult:
         keep = ("estimator", "model", "status", "converged", "n_iter", "seconds", "peak_rss_mb", "n_models", "n_items")
         out = {k: self.info.get(k) for k in keep}
         optional = ("loglik", "elbo", "val_loss", "rhat_max", "ess_min", "sign_reflected", "n_negative_a")
-        for k in (*optional, "n_items_at_bound", "warnings"):
+        for k in (*optional, "n_items_at_bound", "convergence", "warnings"):
             if self.info.get(k) is not None:
                 out[k] = self.info[k]
         return out
@@ -137,7 +137,41 @@ def reliability_warnings(info: dict, settings) -> list[str]:
             f"{len(lower)} item(s) have a at the lower bound {mml.A_MIN:.3g} (first: "
             f"{', '.join(lower[:5])}): they discriminate in the wrong direction or not at all"
         )
+    if info.get("status") == "ok" and not info.get("converged"):
+        out.append(unconverged_message(info))
     return out
+
+
+def unconverged_message(info: dict) -> str:
+    """Why a fit that ran to its end did not converge, and what to change."""
+    d, method = info.get("convergence") or {}, info.get("estimator")
+    if method == "mml":
+        return (
+            f"MML stopped after {info.get('n_iter')} EM cycles (--max-cycles) with max |change| "
+            f"{d.get('last_change', float('nan')):.3g} above --tol {d.get('tol')}: not converged; raise --max-cycles "
+            "or pass --accelerate squarem"
+        )
+    if method == "mcmc":
+        if d.get("rhat_max") is None:
+            return "MCMC with one chain has no R-hat, so convergence is not checked; pass --chains 2 or more"
+        return (
+            f"MCMC not converged: R-hat max {d['rhat_max']:.3g} (needs < {d['rhat_below']:g}), bulk ESS min "
+            f"{d['ess_min']:.3g} (needs >= {d['ess_above']:g}); raise --warmup and --draws, or use --sampler pg"
+        )
+    if method == "vi":
+        change, window = d.get("elbo_rel_change"), d.get("window")
+        if change is None:
+            return (
+                f"VI ran {info.get('n_iter')} steps, fewer than two windows of {window}: not converged; raise --steps"
+            )
+        return (
+            f"VI not converged after {info.get('n_iter')} steps: the mean ELBO of the last {window} steps moved "
+            f"by {change:.3g} (relative; needs < {d.get('elbo_rtol')}); raise --steps"
+        )
+    return (
+        f"PSN used all {d.get('max_epochs')} epochs without early stopping (validation loss still falling); "
+        "raise --epochs"
+    )
 
 
 def run(

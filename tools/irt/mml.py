@@ -233,6 +233,7 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
     trace = []
     status, converged, cycle = "ok", False, 0
     last_good = params.copy()
+    change = float("nan")
     for cycle in range(1, settings.max_cycles + 1):
         if settings.accelerate == "squarem":
             new, logpost, before = _squarem_step(em, params)
@@ -278,6 +279,7 @@ def fit(Y: np.ndarray, model: str, settings: MMLSettings, *, time_limit=None, ca
         "n_items_at_bound": int((upper | lower).sum()),
         "at_bound": {"a_upper": np.flatnonzero(upper).tolist(), "a_lower": np.flatnonzero(lower).tolist()},
         "converged": converged,
+        "convergence": {"last_change": change, "tol": settings.tol, "max_cycles": settings.max_cycles},
         "status": status,
         "loglik": loglik,
         "trace": {"first": trace[0] if trace else None, "last": trace[-1] if trace else None, "n": len(trace)},

@@ -155,6 +155,7 @@ def _fit(Y: np.ndarray, model: str, settings: PSNSettings, *, seed=0, time_limit
         "n_negative_a": int((a < 0).sum()),
         "n_iter": epoch,
         "converged": status == "ok" and bad >= settings.patience,
+        "convergence": {"early_stopped": bad >= settings.patience, "epochs": epoch, "max_epochs": settings.epochs},
         "status": status,
         "val_loss": best if np.isfinite(best) else None,
         "trace": {
