@@ -49,9 +49,10 @@ def main():
     ranking, item-recovery, coverage and predictive metrics. `bench` times our
     estimators against girth and the python mirt package (CPU seconds).
 
-    PSN fits an unconstrained a by default (the reference's choice), so at N = 500 it can
-    end in mixed-sign optima; `--positive-a` keeps a > 0 (softplus). How each estimator
-    fares on the issue's acceptance grid: docs/irt.md.
+    PSN fits an unconstrained a by default (the reference's choice) and reports the scale
+    with mean a > 0, as the other estimators (fit.json: sign_reflected, n_negative_a); it
+    can still end with some items at a < 0, which `--positive-a` (softplus) rules out.
+    How each estimator fares on the issue's acceptance grid: docs/irt.md.
 
     \b
     EXAMPLES
@@ -72,6 +73,8 @@ def main():
       1  failure while running (a fit that diverged or ran past --time-limit or
          --cpu-limit: outputs kept)
       2  bad usage or bad input data (non-binary cells, duplicates, too small, over --mem-limit)
+      3  --fail-if-unconverged and the fit did not converge (MML: --tol not reached;
+         MCMC: R-hat >= 1.05 or bulk ESS < 100; VI: mean ELBO still moving; PSN: no early stop)
       130  interrupted
     """
 
@@ -104,6 +107,13 @@ def main():
 )
 @click.option(
     "--c-prior", default="5,17", show_default=True, metavar="A,B", help="Beta prior on the 3PL c (MML, MCMC, VI)."
+)
+@click.option(
+    "--a-max",
+    type=click.FloatRange(min=0, min_open=True, max=54.6),
+    default=5.0,
+    show_default=True,
+    help="MML upper bound on a (python mirt's); fit.json counts the items that end on it.",
 )
 @click.option("--quadrature", type=click.IntRange(min=5), default=61, show_default=True, help="MML nodes on [-6, 6].")
 @click.option("--tol", type=float, default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
@@ -164,6 +174,9 @@ def main():
     help="Score >= THRESH counts as correct (for non-binary scores).",
 )
 @click.option("--no-header", is_flag=True, help="Wide CSV without header row (rows = models).")
+@click.option(
+    "--fail-if-unconverged", is_flag=True, help="Exit 3 when the fit did not converge (outputs are still written)."
+)
 @click.option("--drop-extreme", is_flag=True, help="Remove all-correct/all-wrong models and items before fitting.")
 @common_options(
     "output",
@@ -192,6 +205,7 @@ def fit_cmd(
     time_limit,
     cpu_limit,
     mem_limit,
+    fail_if_unconverged,
     **opts,
 ):
     """Fit MODEL by METHOD to DATA (NPZ, long or wide CSV/Parquet); print a one-line JSON summary."""
@@ -244,6 +258,7 @@ def fit_cmd(
         epochs=opts["epochs"],
         patience=opts["patience"],
         positive_a=opts["positive_a"],
+        a_max=opts["a_max"],
         device=device,
     )
     if method == "vi":
@@ -260,6 +275,8 @@ def fit_cmd(
             mem_limit_mb=mem_limit,
             callback=callback,
         )
+    for message in result.info["warnings"]:
+        warn(run.tool, message)
     result.info["screen"] = screen.to_dict()
     result.info["input"] = source.name
     if paths:
@@ -281,6 +298,11 @@ def fit_cmd(
             f"the {method} fit ended with status {result.info['status']}"
             + (f"; partial results in {out_dir}" if out_dir else "")
         )
+    if fail_if_unconverged and not result.info["converged"]:
+        from methodkit.core.errors import CheckFailed
+        from methodkit.tools.irt.estimators import unconverged_message
+
+        raise CheckFailed(f"--fail-if-unconverged: {unconverged_message(result.info)}")
 
 
 def _read_fit(path: str):

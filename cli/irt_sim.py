@@ -30,6 +30,13 @@ def main():
     run (resumable, on a Dask cluster); `profiles` lists the built-in item profiles of
     the six Open LLM Leaderboard benchmarks and PSN-IRT's published means.
 
+    The six leaderboard profiles have their benchmarks' real item counts and answer
+    formats but share one assumed item distribution (log a ~ N(0.2, 0.4^2), b sd 1.2,
+    b's mean set by an assumed average accuracy); the psn12 profiles take PSN-IRT's
+    published means with the same assumed spreads. None is estimated from a real
+    response matrix (no package ships one offline: docs/irt.md); to use your own,
+    edit `irt-sim profiles --toml`, or pass `draw --items` an irt-fit items.csv.
+
     The issue's acceptance grid is bench/irt/irt_grid_acceptance.toml (`irt-sim sweep` it
     with --report for the paper's checks); its results and what they mean: docs/irt.md.
 

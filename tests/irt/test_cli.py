@@ -161,3 +161,34 @@ def test_sweep_dry_run_local_dask_resume_report(run_cli, tmp_path):
     assert again.returncode == 2 and b"--resume" in again.stderr
     resumed = run_cli(["irt-sim", "sweep", "g.toml", "-o", "r.jsonl", "--resume", "--scheduler", "sync"], cwd=tmp_path)
     assert resumed.returncode == 0 and len((tmp_path / "r.jsonl").read_text().splitlines()) == 2
+
+
+def test_fit_warns_about_items_at_the_bound(run_cli, tmp_path):
+    assert (
+        run_cli(["irt-sim", "draw", "-N", "50", "-J", "200", "--seed", "0", "-o", "d.npz"], cwd=tmp_path).returncode
+        == 0
+    )
+    proc = run_cli(["irt-fit", "fit", "d.npz", "--out-dir", "f"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    fit = json.loads((tmp_path / "f" / "fit.json").read_text())
+    upper = fit["items_at_bound"]["a_upper"]
+    assert fit["n_items_at_bound"] == len(upper) >= 1 and json.loads(proc.stdout)["n_items_at_bound"] == len(upper)
+    line = f"irt-fit fit: warning: {len(upper)} item(s) have a at the upper bound 5 (first: {upper[0]}"
+    assert line in proc.stderr.decode()
+
+
+def test_fail_if_unconverged_exits_3_with_outputs_written(run_cli, tmp_path):
+    assert (
+        run_cli(["irt-sim", "draw", "-N", "30", "-J", "20", "--seed", "5", "-o", "d.npz"], cwd=tmp_path).returncode == 0
+    )
+    args = ["irt-fit", "fit", "d.npz", "--method", "mcmc", "--warmup", "10", "--draws", "10"]
+    plain = run_cli([*args, "--out-dir", "a"], cwd=tmp_path)
+    assert plain.returncode == 0 and json.loads(plain.stdout)["converged"] is False
+    assert "irt-fit fit: warning: MCMC not converged: R-hat max" in plain.stderr.decode()
+    gated = run_cli([*args, "--out-dir", "b", "--fail-if-unconverged"], cwd=tmp_path)
+    assert gated.returncode == 3 and (tmp_path / "b" / "fit.json").is_file()
+    assert (
+        gated.stderr.decode().splitlines()[-1].startswith("irt-fit: error: --fail-if-unconverged: MCMC not converged")
+    )
+    ok = run_cli(["irt-fit", "fit", "d.npz", "--fail-if-unconverged"], cwd=tmp_path)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["converged"] is True

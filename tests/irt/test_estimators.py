@@ -259,3 +259,80 @@ def test_diagnostics_by_parameter_blocks_equal_one_pass(monkeypatch):
     blocked = [f(draws) for f in (diagnostics.rhat, diagnostics.ess, diagnostics.bulk_ess)]
     for a, b in zip(one_pass, blocked):
         assert a.shape == (7,) and np.array_equal(a, b, equal_nan=True)
+
+
+def test_psn_reports_the_scale_with_mean_a_positive():
+    # at 40 x 100 the unconstrained PSN with seed 1 ends on the reversed scale (all a < 0, corr(theta,
+    # truth) -0.95 before the reflection); the fit must come back as the other estimators report it
+    d = draw(DrawSpec(n_models=40, n_items=100), 0)
+    fit = estimators.run(d, "2pl", "psn", estimators.make_settings("psn", epochs=20), seed=1)
+    e = fit.estimate
+    assert fit.info["sign_reflected"] is True
+    assert e.a.mean() > 0 and fit.info["n_negative_a"] == int((e.a < 0).sum())
+    assert np.corrcoef(e.theta, d.theta)[0, 1] > 0.9 and np.corrcoef(e.b, d.b)[0, 1] > 0.8
+    assert evaluate.evaluate(e, d, "2pl")["sign_flip"] is False
+
+
+def test_psn_reflection_keeps_every_probability():
+    from methodkit.tools.irt import psn
+    from methodkit.tools.irt.models import prob
+
+    rng = np.random.default_rng(3)
+    a, b, theta = -np.abs(rng.normal(1, 0.3, 8)), rng.normal(size=8), rng.normal(size=5)
+    before = prob(theta, a, b, np.zeros(8))
+    assert psn.identify_sign(a, b, theta) and a.mean() > 0
+    np.testing.assert_allclose(prob(theta, a, b, np.zeros(8)), before, rtol=0, atol=1e-15)
+    assert not psn.identify_sign(a, b, theta)
+
+
+def test_mml_caps_discriminations_whose_ml_does_not_exist():
+    # the smallest size that shows the N = 200, J = 2000 case (docs/irt.md): at 50 x 200 (draw
+    # seed 0) items separated along the ability order run to the old box's end e^4 = 55 and take
+    # corr(a, truth) to 0.20; under the default a_max = 5 (python mirt's) it is 0.59
+    d = draw(DrawSpec(n_models=50, n_items=200), 0)
+    old = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", a_max=float(np.exp(4))))
+    assert np.corrcoef(old.estimate.a, d.a)[0, 1] < 0.3 and old.info["n_items_at_bound"] >= 1
+    fit = estimators.run(d, "2pl", "mml", estimators.make_settings("mml"))
+    e = fit.estimate
+    assert np.corrcoef(e.a, d.a)[0, 1] > 0.5 and e.a.max() <= 5.0 + 1e-9
+    upper = fit.info["items_at_bound"]["a_upper"]
+    assert fit.info["n_items_at_bound"] == len(upper) >= 1
+    assert set(upper) == set(d.item_id[e.a >= 5.0 - 1e-6].astype(str))
+    assert "upper bound 5" in fit.info["warnings"][0] and fit.to_dict()["n_items_at_bound"] == len(upper)
+    weak = estimators.run(d, "2pl", "mml", estimators.make_settings("mml", prior="weak"))
+    assert weak.info["n_items_at_bound"] == 0 and weak.info["warnings"] == []
+
+
+def test_vi_elbo_change_needs_two_flat_windows():
+    from methodkit.tools.irt import vi
+
+    rng = np.random.default_rng(0)
+    flat = list(-1000 + rng.normal(0, 5, 400))
+    rising = list(np.linspace(-2000, -1000, 400) + rng.normal(0, 5, 400))
+    assert vi.elbo_change(flat, 100) < 0.01 < vi.elbo_change(rising, 100)
+    assert vi.elbo_change(flat[:150], 100) is None
+
+
+@pytest.mark.parametrize(
+    "method, options, says",
+    [
+        ("mml", {"max_cycles": 2}, "MML stopped after 2 EM cycles"),
+        ("mcmc", {"warmup": 10, "draws": 10}, "MCMC not converged: R-hat max"),
+        ("vi", {"steps": 150}, "VI ran 150 steps, fewer than two windows"),
+        ("psn", {"epochs": 1}, "PSN used all 1 epochs"),
+    ],
+)
+def test_unconverged_fits_say_so(method, options, says):
+    d = draw(DrawSpec(n_models=30, n_items=20), 5)
+    fit = estimators.run(d, "2pl", method, estimators.make_settings(method, **options), seed=0)
+    assert fit.info["status"] == "ok" and fit.info["converged"] is False
+    assert any(w.startswith(says) for w in fit.info["warnings"]), fit.info["warnings"]
+    assert fit.to_dict()["convergence"] == fit.info["convergence"]
+
+
+def test_vi_converges_only_when_its_elbo_settles():
+    d = draw(DrawSpec(n_models=30, n_items=40), 2)
+    fit = estimators.run(d, "2pl", "vi", estimators.make_settings("vi", steps=2000), seed=0)
+    change = fit.info["convergence"]["elbo_rel_change"]
+    assert fit.info["converged"] is True and change < 0.01
+    assert not any(w.startswith("VI") for w in fit.info["warnings"])

@@ -114,10 +114,64 @@ class FitResult:
         """The one-line summary `irt-fit fit` prints."""
         keep = ("estimator", "model", "status", "converged", "n_iter", "seconds", "peak_rss_mb", "n_models", "n_items")
         out = {k: self.info.get(k) for k in keep}
-        for k in ("loglik", "elbo", "val_loss", "rhat_max", "ess_min"):
+        optional = ("loglik", "elbo", "val_loss", "rhat_max", "ess_min", "sign_reflected", "n_negative_a")
+        for k in (*optional, "n_items_at_bound", "convergence", "warnings"):
             if self.info.get(k) is not None:
                 out[k] = self.info[k]
         return out
+
+
+def reliability_warnings(info: dict, settings) -> list[str]:
+    """The reasons not to trust a fit that ended with status ok, one sentence each (printed by the CLI)."""
+    out = []
+    bound = info.get("items_at_bound") or {}
+    upper, lower = bound.get("a_upper", []), bound.get("a_lower", [])
+    if upper:
+        out.append(
+            f"{len(upper)} item(s) have a at the upper bound {settings.a_max:g} (first: {', '.join(upper[:5])}): "
+            "their responses are (nearly) separated along the ability order, so the ML a does not exist; "
+            "fit.json lists them under items_at_bound, and --prior weak estimates them"
+        )
+    if lower:
+        out.append(
+            f"{len(lower)} item(s) have a at the lower bound {mml.A_MIN:.3g} (first: "
+            f"{', '.join(lower[:5])}): they discriminate in the wrong direction or not at all"
+        )
+    if info.get("status") == "ok" and not info.get("converged"):
+        out.append(unconverged_message(info))
+    return out
+
+
+def unconverged_message(info: dict) -> str:
+    """Why a fit that ran to its end did not converge, and what to change."""
+    d, method = info.get("convergence") or {}, info.get("estimator")
+    if method == "mml":
+        return (
+            f"MML stopped after {info.get('n_iter')} EM cycles (--max-cycles) with max |change| "
+            f"{d.get('last_change', float('nan')):.3g} above --tol {d.get('tol')}: not converged; raise --max-cycles "
+            "or pass --accelerate squarem"
+        )
+    if method == "mcmc":
+        if d.get("rhat_max") is None:
+            return "MCMC with one chain has no R-hat, so convergence is not checked; pass --chains 2 or more"
+        return (
+            f"MCMC not converged: R-hat max {d['rhat_max']:.3g} (needs < {d['rhat_below']:g}), bulk ESS min "
+            f"{d['ess_min']:.3g} (needs >= {d['ess_above']:g}); raise --warmup and --draws, or use --sampler pg"
+        )
+    if method == "vi":
+        change, window = d.get("elbo_rel_change"), d.get("window")
+        if change is None:
+            return (
+                f"VI ran {info.get('n_iter')} steps, fewer than two windows of {window}: not converged; raise --steps"
+            )
+        return (
+            f"VI not converged after {info.get('n_iter')} steps: the mean ELBO of the last {window} steps moved "
+            f"by {change:.3g} (relative; needs < {d.get('elbo_rtol')}); raise --steps"
+        )
+    return (
+        f"PSN used all {d.get('max_epochs')} epochs without early stopping (validation loss still falling); "
+        "raise --epochs"
+    )
 
 
 def run(
@@ -168,5 +222,8 @@ def run(
     }
     for key in ("rhat_max", "ess_min"):
         info.setdefault(key, None)
+    if "at_bound" in info:
+        info["items_at_bound"] = {k: [str(data.item_id[i]) for i in v] for k, v in info.pop("at_bound").items()}
+    info["warnings"] = reliability_warnings(info, settings)
     est.info = info
     return FitResult(est, np.asarray(data.item_id), np.asarray(data.model_id), info)

@@ -7,8 +7,10 @@ three models). A one-hot Linear is written as nn.Embedding plus a bias (the same
 O(1) per lookup). BCE on observed cells, Adam lr 3e-3, weight decay 1e-4, batch 512, at most
 50 epochs, early stopping with patience 4 on a 20% random validation split of the cells. The
 reference monitors validation F1; we monitor validation BCE (a proper score, smooth in the
-parameters). As in the reference, a is unconstrained (its sign and scale are not identified);
-`positive_a` passes it through softplus.
+parameters). As in the reference, a is unconstrained; `positive_a` passes it through softplus.
+An unconstrained a leaves the direction of the scale unidentified (a, b, theta -> -a, -b, -theta
+gives the same P), so the fit is reflected when mean a < 0: mean a > 0, as the other estimators
+(whose a > 0 by construction) report. Items whose a still comes out negative are counted.
 """
 
 from __future__ import annotations
@@ -146,10 +148,14 @@ def _fit(Y: np.ndarray, model: str, settings: PSNSettings, *, seed=0, time_limit
     with torch.no_grad():
         theta = model_tower(torch.arange(N, device=dev))[:, 0].cpu().numpy().astype(np.float64)
         a, b, c = (t.cpu().numpy().astype(np.float64) for t in item_params(item_tower(torch.arange(J, device=dev))))
+    reflected = identify_sign(a, b, theta) if code > 1 else False
     est = Estimate(a=a, b=b, c=c, theta=theta)
     est.info = {
+        "sign_reflected": reflected,
+        "n_negative_a": int((a < 0).sum()),
         "n_iter": epoch,
         "converged": status == "ok" and bad >= settings.patience,
+        "convergence": {"early_stopped": bad >= settings.patience, "epochs": epoch, "max_epochs": settings.epochs},
         "status": status,
         "val_loss": best if np.isfinite(best) else None,
         "trace": {
@@ -160,6 +166,15 @@ def _fit(Y: np.ndarray, model: str, settings: PSNSettings, *, seed=0, time_limit
         "settings": asdict(settings),
     }
     return est
+
+
+def identify_sign(a: np.ndarray, b: np.ndarray, theta: np.ndarray) -> bool:
+    """Reflect (a, b, theta) in place when mean a < 0 (the likelihood is unchanged); True if it did."""
+    if float(np.mean(a)) >= 0:
+        return False
+    for values in (a, b, theta):
+        np.negative(values, out=values)
+    return True
 
 
 def fit(Y: np.ndarray, model: str, settings: PSNSettings, *, seed=0, time_limit=None, callback=None) -> Estimate:

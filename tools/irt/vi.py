@@ -40,6 +40,8 @@ class VISettings:
     decay: float = 0.9999
     batch_cells: int = 1_000_000
     c_prior: tuple[float, float] = (5.0, 17.0)
+    elbo_rtol: float = 0.01  # converged: the mean ELBO of the last two windows differs by less than this
+    elbo_window: int = 100
     device: str = "cpu"
 
     def check(self) -> None:
@@ -170,6 +172,19 @@ def _fit(Y: np.ndarray, model: str, settings: VISettings, *, seed=0, time_limit=
     return _summarise(post, code, J, trace, status, step, settings)
 
 
+def elbo_change(trace: list[float], window: int) -> float | None:
+    """|m2 - m1| / |m2| for the mean ELBO m1, m2 of the last two windows of steps (None when shorter).
+
+    Stan ADVI's criterion (tol_rel_obj 0.01, the ELBO every 100 iterations), on window means because one
+    Monte Carlo sample per step makes a single step's ELBO too noisy to compare. The steps still run to
+    the end (py-irt's fixed schedule); this only says whether they were enough.
+    """
+    if len(trace) < 2 * window:
+        return None
+    last, before = float(np.mean(trace[-window:])), float(np.mean(trace[-2 * window : -window]))
+    return abs(last - before) / max(abs(last), 1e-300)
+
+
 def _summarise(post, code, J, trace, status, step, settings) -> Estimate:
     z = 1.959963984540054
     tm, ts = post["theta"]
@@ -191,9 +206,11 @@ def _summarise(post, code, J, trace, status, step, settings) -> Estimate:
         est.c_sd = np.sqrt(np.maximum((cs**2) @ w - est.c**2, 0))
         est.c_low, est.c_high = 1 / (1 + np.exp(-(m - z * s))), 1 / (1 + np.exp(-(m + z * s)))
     tail = trace[-100:] if trace else [float("nan")]
+    change = elbo_change(trace, settings.elbo_window)
     est.info = {
         "n_iter": step,
-        "converged": status == "ok",
+        "converged": bool(status == "ok" and change is not None and change < settings.elbo_rtol),
+        "convergence": {"elbo_rel_change": change, "elbo_rtol": settings.elbo_rtol, "window": settings.elbo_window},
         "status": status,
         "elbo": float(np.mean(tail)),
         "trace": {"first": trace[0] if trace else None, "last": trace[-1] if trace else None, "n": len(trace)},
