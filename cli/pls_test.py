@@ -79,11 +79,12 @@ def main():
 
 
 def _limit_threads(run: Run):
-    """Apply -j to Numba and to BLAS (threadpoolctl), which small batched GEMMs oversubscribe."""
-    from threadpoolctl import threadpool_limits
+    """Apply -j to Numba; BLAS keeps one thread (core.threads): its pool on top of Numba's oversubscribed
+    the small batched GEMMs between the prange kernels."""
+    from methodkit.core.threads import single_blas
 
-    n = run.threads()
-    return threadpool_limits(limits=n)
+    run.threads()
+    return single_blas()
 
 
 def _parse_ks(text: str | None) -> list[int]:
