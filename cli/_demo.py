@@ -1,7 +1,7 @@
 """`make demo`: run every executable end-to-end on its embedded default data.
 
 Each cli module lists its runs in a module-level `DEMO` (a list of DemoStep).
-Prints one line per step as it finishes (executable, figure, seconds), then the
+Prints one line per step as it finishes (executable, figure, wall and CPU seconds), then the
 whole table. Exits 1 if any run fails.
 
     python -m methodkit.cli._demo [EXECUTABLE ...]   # only these executables' steps
@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -42,22 +43,27 @@ def steps(only: list[str] | None = None) -> list[tuple[str, object]]:
     return found
 
 
-def run_step(step, env: dict) -> tuple[bool, str, float]:
-    """Run one step in a fresh folder: (ok, figure or failure text, seconds)."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_step(step, env: dict) -> tuple[bool, str, float, float]:
+    """Run one step in a fresh folder: (ok, figure or failure text, wall seconds, CPU seconds)."""
     with tempfile.TemporaryDirectory(prefix="methodkit-demo-") as folder:
-        start = time.monotonic()
+        start, cpu = time.monotonic(), _children_cpu()
         proc = subprocess.run(
             ["bash", "-o", "pipefail", "-c", step.command], cwd=folder, env=env, capture_output=True, text=True
         )
-        seconds = time.monotonic() - start
+        seconds, cpu = time.monotonic() - start, _children_cpu() - cpu
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
-        return False, f"FAILED ({proc.returncode}): {last}", seconds
+        return False, f"FAILED ({proc.returncode}): {last}", seconds, cpu
     try:
         figure = headline(proc.stdout, step.headline)
     except (ValueError, KeyError, IndexError) as exc:
-        return False, f"FAILED: no headline {step.headline!r} ({exc})", seconds
-    return True, (f"{step.label}: " if step.label else "") + figure, seconds
+        return False, f"FAILED: no headline {step.headline!r} ({exc})", seconds, cpu
+    return True, (f"{step.label}: " if step.label else "") + figure, seconds, cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,10 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     todo = steps(only)
     for i, (name, step) in enumerate(todo, 1):
-        ok, figure, seconds = run_step(step, env)
+        ok, figure, seconds, cpu = run_step(step, env)
         failures += not ok
-        # One line as each step ends, so a long demo shows where it is (a pipe or a log gets it at once).
-        console.print(f"[{i}/{len(todo)}] {escape(name)}  {escape(figure)}  {seconds:.1f} s")
+        # One line as each step ends, so a long demo shows where it is (a pipe or a log gets it at once);
+        # CPU time beside the wall time tells a slow step from a busy machine.
+        console.print(f"[{i}/{len(todo)}] {escape(name)}  {escape(figure)}  {seconds:.1f} s (CPU {cpu:.1f} s)")
         sys.stdout.flush()
         table.add_row(escape(name), escape(step.input), escape(figure), f"{seconds:.1f}")
     console.print(table)

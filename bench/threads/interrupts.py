@@ -79,6 +79,8 @@ def interrupt(job, folder: Path, cpu: float = 3.0, bound: float = 60.0) -> Outco
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
+            # a shell's background job (`make test &`) ignores SIGINT, and its children would inherit that
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         while proc.poll() is None and cpu_seconds(proc.pid) < cpu:
             time.sleep(0.05)
