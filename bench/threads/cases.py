@@ -26,19 +26,13 @@ CASES = [
         "pls-test",
         "Numba prange over permutations + BLAS GEMMs",
         "pls-test sim --geometry toeplitz0.5 -n 215 -p 100 --seed 1 -o tec.csv",  # Tecator's shape
-        "pls-test test ../tec.csv -k 3 --method all --perms 199 {j} -q",
+        "pls-test test ../tec.csv -k 3 --method all --perms 199 {j} -q > r.jsonl",
     ),
     Case(
         "irt-fit",
         "Numba prange over items (MML), torch (VI)",
-        "irt-sim draw --profile mmlu -J 400 -N 60 --seed 1 -o d.npz",
-        "irt-fit fit ../d.npz --out-dir fit {j} -q && irt-fit fit ../d.npz --method vi --steps 200 --out-dir vi {j} -q",
-    ),
-    Case(
-        "irt-sim",
-        "Numba prange over models",
-        "true",
-        "irt-sim draw --profile mmlu -J 2000 -N 400 --seed 1 -o d.npz {j}",
+        "irt-sim draw --profile mmlu -J 200 -N 40 --seed 1 -o d.npz",
+        "irt-fit fit ../d.npz --out-dir fit {j} -q && irt-fit fit ../d.npz --method vi --steps 100 --out-dir vi {j} -q",
     ),
     Case(
         "cbf-sim",
@@ -50,7 +44,7 @@ CASES = [
         "cbf-fit",
         "nogil Numba CBF filters on a thread pool",
         "cbf-sim task --seed 1 | cbf-sim agents --population healthy:6,vol-blind:6 --seed 2 -o a.csv",
-        "cbf-fit fit ../a.csv --restarts 2 -o p.csv {j}",
+        "cbf-fit fit ../a.csv --restarts 1 -o p.csv {j}",
     ),
     Case(
         "concord-plan",
@@ -76,12 +70,12 @@ CASES = [
         "chess-wm",
         "torch intra-op threads, Numba prange (data)",
         "chess-wm random --games 100 --max-plies 40 -o rand -q > /dev/null",
-        "chess-wm train ../rand -o run --arch gdn --size d64 --steps 20 --batch-size 32 --lr 3e-3 --warmup 5 -q {j}",
+        "chess-wm train ../rand -o run --arch gdn --size d64 --steps 10 --batch-size 32 --lr 3e-3 --warmup 2 -q {j}",
     ),
     Case(
         "casper-solve",
         "torch intra-op threads",
-        "casper-solve gen warcraft --size 8 --n 96 --n-test 20 -o maps.npz > /dev/null",
+        "casper-solve gen warcraft --size 8 --n 48 --n-test 10 -o maps.npz > /dev/null",
         "casper-solve train ../maps.npz --method casper --epochs 1 -o model.safetensors {j} > /dev/null",
     ),
     Case(
@@ -98,6 +92,7 @@ NOT_MEASURED = {
     "gbdt-poison": "default is -j 1 already (LightGBM's OpenMP spin-waits; documented in its --help)",
     "clapping-train": "no -j: the simulated stages pin torch to one thread each",
     "methodkit-data": "no parallel region",
+    "irt-sim": "-j only on `sweep`, whose fits are irt-fit's (measured above)",
 }
 
 
