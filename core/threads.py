@@ -6,6 +6,12 @@ time than -j 1 on a busy two-core machine. So whenever a tool applies -j (core.b
 the BLAS behind NumPy/SciPy is held at one thread for the rest of the process; the tools' parallelism
 comes from their own prange loops, thread pools and torch's intra-op pool, which -j sizes.
 `single_blas()` does the same for a block of code in library use (no CLI, no set_threads).
+
+Idle OpenMP workers (Numba's default `omp` layer, torch's intra-op pool) spin for a while after each
+parallel region; between the many small kernels of a tool they took a core from the serial Python work
+(pls-test 2-6x slower at -j 0 than -j 1, concord-plan 1.2x). `OMP_WAIT_POLICY=PASSIVE` makes them sleep
+instead, and a command that launches its kernels from one thread only can take Numba's `workqueue`
+layer, whose workers sleep and wake fastest (`prefer_workqueue`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,26 @@ def hold_blas_to_one_thread() -> None:
         from threadpoolctl import threadpool_limits
 
         _held.append(threadpool_limits(limits=1, user_api="blas"))
+
+
+def passive_openmp() -> None:
+    """Idle OpenMP workers sleep instead of spinning (before the OpenMP runtime starts; an exported value wins)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def prefer_workqueue() -> None:
+    """Numba's `workqueue` threading layer for this process, unless the user chose one.
+
+    Only for commands that launch parallel kernels from a single thread: the workqueue layer aborts the
+    process when two threads launch kernels at once (Dask threads, a ThreadPoolExecutor). Takes effect if
+    no parallel kernel has run yet.
+    """
+    if os.environ.get("NUMBA_THREADING_LAYER"):
+        return
+    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
+    numba = sys.modules.get("numba")
+    if numba is not None:
+        numba.config.THREADING_LAYER = "workqueue"
 
 
 def blas_threads() -> list[int]:

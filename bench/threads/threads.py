@@ -32,7 +32,9 @@ def timed(command: str, cwd: Path) -> tuple[float, float]:
     """(wall s, CPU s of the process tree) of one shell command; a failure stops the benchmark."""
     with tempfile.TemporaryFile() as err:  # a file, not a pipe: wait4 must not wait on a full pipe
         start = time.monotonic()
-        proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=ENV, stderr=err)
+        proc = subprocess.Popen(
+            ["bash", "-o", "pipefail", "-c", command], cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=err
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.monotonic() - start
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-BLAS_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "OMP_NUM_THREADS")
+BLAS_VARS = (
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "OMP_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "NUMBA_THREADING_LAYER",
+)
 
 
 def _run(code: str) -> list:
@@ -81,6 +89,22 @@ def test_pls_test_runs_its_permutations_with_one_blas_thread(tmp_path):
         f"    main(['test', {str(data)!r}, '-k', '1', '--method', 'nb', '-j', '2', '-o', {str(tmp_path / 'r.json')!r}])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(json.dumps(seen))"
+        "import numba\n"
+        "print(json.dumps([seen, numba.threading_layer()]))"
     )
+    seen, layer = seen
     assert seen and all(t == [1] * len(t) for t in seen)
+    assert layer == "workqueue"  # its idle workers sleep; OpenMP's spun between the small kernels
+
+
+def test_set_threads_makes_idle_openmp_workers_sleep_unless_the_user_chose():
+    code = (
+        "import json, os\n"
+        "from methodkit.core.backend import set_threads\n"
+        "set_threads(0)\n"
+        "print(json.dumps(os.environ['OMP_WAIT_POLICY']))"
+    )
+    assert _run(code) == "PASSIVE"
+    env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
+    proc = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout) == "ACTIVE"
