@@ -67,9 +67,6 @@ def set_threads(n: int | None) -> int:
     """
     import sys
 
-    from methodkit.core.threads import passive_openmp
-
-    passive_openmp()  # before an OpenMP runtime loads: idle workers must not spin on the cores we use
     explicit = n is not None and n > 0
     if not explicit:
         n = os.cpu_count() or 1

@@ -7,11 +7,12 @@ the BLAS behind NumPy/SciPy is held at one thread for the rest of the process; t
 comes from their own prange loops, thread pools and torch's intra-op pool, which -j sizes.
 `single_blas()` does the same for a block of code in library use (no CLI, no set_threads).
 
-Idle OpenMP workers (Numba's default `omp` layer, torch's intra-op pool) spin for a while after each
-parallel region; between the many small kernels of a tool they took a core from the serial Python work
-(pls-test 2-6x slower at -j 0 than -j 1, concord-plan 1.2x). `OMP_WAIT_POLICY=PASSIVE` makes them sleep
-instead, and a command that launches its kernels from one thread only can take Numba's `workqueue`
-layer, whose workers sleep and wake fastest (`prefer_workqueue`).
+Idle OpenMP workers (Numba's default `omp` layer) spin for a while after each parallel region; between
+the many small kernels of a tool they took a core from the serial Python work (pls-test 2-6x slower at
+-j 0 than -j 1, concord-plan 1.2x). A command that launches its kernels from one thread only takes
+Numba's `workqueue` layer instead, whose idle workers sleep (`prefer_workqueue`). OMP_WAIT_POLICY=PASSIVE
+is no cure: torch's intra-op pool (libgomp too) then sleeps between its small ops, and chess-wm's
+default ran 3x slower than -j 1.
 """
 
 from __future__ import annotations
@@ -39,11 +40,6 @@ def hold_blas_to_one_thread() -> None:
         from threadpoolctl import threadpool_limits
 
         _held.append(threadpool_limits(limits=1, user_api="blas"))
-
-
-def passive_openmp() -> None:
-    """Idle OpenMP workers sleep instead of spinning (before the OpenMP runtime starts; an exported value wins)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def prefer_workqueue() -> None:

@@ -95,16 +95,3 @@ def test_pls_test_runs_its_permutations_with_one_blas_thread(tmp_path):
     seen, layer = seen
     assert seen and all(t == [1] * len(t) for t in seen)
     assert layer == "workqueue"  # its idle workers sleep; OpenMP's spun between the small kernels
-
-
-def test_set_threads_makes_idle_openmp_workers_sleep_unless_the_user_chose():
-    code = (
-        "import json, os\n"
-        "from methodkit.core.backend import set_threads\n"
-        "set_threads(0)\n"
-        "print(json.dumps(os.environ['OMP_WAIT_POLICY']))"
-    )
-    assert _run(code) == "PASSIVE"
-    env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
-    proc = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert json.loads(proc.stdout) == "ACTIVE"
