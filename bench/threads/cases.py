@@ -279,7 +279,18 @@ NO_INTERRUPT_JOB = {"methodkit-data": "copies a bundled table in well under a se
 
 
 def finish(table: list[str], notes: list[str], output: str, every_case: bool) -> None:
-    """Print the notes under the table (already printed line by line); a run over every case rewrites `output`."""
+    """Print the notes under the table (already printed line by line). A run over every case rewrites
+    `output`; a run over some cases replaces their rows in it and says so under the table."""
     print("\n".join(notes))
+    path = Path(output)
     if every_case:
-        Path(output).write_text("\n".join(table + notes) + "\n")
+        path.write_text("\n".join(table + notes) + "\n")
+        return
+    if not path.exists():
+        return
+    fresh = {line.split()[0]: line for line in table[1:]}
+    old = path.read_text().splitlines()
+    lines = [fresh.get(line.split()[0], line) if line.strip() else line for line in old]
+    load = next((n for n in notes if "load average" in n), "")
+    lines.append(f"re-measured later: {', '.join(fresh)} ({load.strip()})")
+    path.write_text("\n".join(lines) + "\n")
