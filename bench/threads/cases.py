@@ -104,6 +104,7 @@ class Job:
     tool: str
     setup: str
     argv: tuple
+    resume_state: tuple = ()  # what an interrupted run keeps on purpose, so that rerunning it continues
 
 
 INTERRUPT_JOBS = [
@@ -179,6 +180,7 @@ INTERRUPT_JOBS = [
             "-o",
             "out",
         ),
+        resume_state=("out",),
     ),
     Job(
         "gbdt-poison",
@@ -197,6 +199,7 @@ INTERRUPT_JOBS = [
             "-o",
             "out.csv",
         ),
+        resume_state=("out.csv.partial.json",),
     ),
     Job(
         "clapping-train",
@@ -217,6 +220,7 @@ INTERRUPT_JOBS = [
             "-o",
             "out",
         ),
+        resume_state=("out",),
     ),
     Job(
         "dar-backdoor",

@@ -41,6 +41,7 @@ class Outcome:
     stderr: bytes
     left: list  # files in the job's folder that were not there before it started
     ended_early: bool = False  # the job finished before it could be interrupted
+    resume_state: tuple = ()  # paths (and what is under them) that may stay: the state --resume reads
 
     def problems(self) -> list[str]:
         """What breaks the contract (empty when it holds)."""
@@ -53,8 +54,9 @@ class Outcome:
             found.append(f"stderr is {self.stderr.decode(errors='replace')[-400:]!r}")
         if self.stdout:
             found.append(f"stdout is {self.stdout[:200]!r}")
-        if self.left:
-            found.append(f"left behind: {self.left}")
+        kept = [p for p in self.left if p.split("/")[0] not in self.resume_state]
+        if kept:
+            found.append(f"left behind: {kept}")
         return found
 
 
@@ -93,7 +95,7 @@ def interrupt(job, folder: Path, cpu: float = 3.0, bound: float = 60.0) -> Outco
         err.seek(0)
         stdout, stderr = out.read(), err.read()
     left = sorted(str(p) for p in {p.relative_to(folder) for p in folder.rglob("*")} - before)
-    return Outcome(job.tool, code, reaction, max(total - used, 0.0), stdout, stderr, left, early)
+    return Outcome(job.tool, code, reaction, max(total - used, 0.0), stdout, stderr, left, early, job.resume_state)
 
 
 def _interrupt_and_wait(proc, bound: float) -> tuple[int | None, float]:
