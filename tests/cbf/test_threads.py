@@ -55,8 +55,8 @@ def test_filters_give_the_same_bytes_on_one_and_two_threads(two_threads, task):
 def test_pieces_cover_every_job_once_in_short_ranges(two_threads, n_threads):
     numba.set_num_threads(n_threads)
     calls = []
-    threads.over_ranges(11, lambda lo, hi: calls.append((lo, hi)), piece=3)
-    assert sorted(calls) == [(0, 3), (3, 6), (6, 9), (9, 11)]
+    threads.over_ranges(40, lambda lo, hi: calls.append((lo, hi)), piece=3)
+    assert sorted(calls) == [(lo, min(lo + 3, 40)) for lo in range(0, 40, 3)]
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
@@ -83,3 +83,10 @@ def test_particle_filters_give_the_same_bytes_in_pieces_of_one_run(two_threads, 
     whole = _filters(task.outcome.T)
     monkeypatch.setattr(kernels, "PF_PIECE_STEPS", 1)  # one run per piece
     assert _filters(task.outcome.T) == whole
+
+
+def test_pieces_are_small_enough_to_share_out(two_threads):
+    numba.set_num_threads(2)
+    calls = []
+    threads.over_ranges(16, lambda lo, hi: calls.append(hi - lo), piece=12)
+    assert sorted(calls) == [2] * 8  # at least four pieces per thread, not 12 + 4

@@ -34,7 +34,9 @@ def over_ranges(n: int, job: Callable[[int, int], None], min_per_thread: int = 1
     if piece is None:
         edges = np.linspace(0, n, threads + 1).astype(int)
     else:
-        edges = np.unique(np.r_[np.arange(0, n, max(1, piece)), n])
+        # at least 4 pieces per thread too, so that the threads end together (2 pieces of 12 and 4 jobs did not)
+        piece = max(1, min(piece, -(-n // (4 * threads))))
+        edges = np.unique(np.r_[np.arange(0, n, piece), n])
     ranges = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
     if threads == 1:
         for lo, hi in ranges:
