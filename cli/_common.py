@@ -54,15 +54,64 @@ def _fail(prog: str, message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _on_sigint(signum, frame):
+    # Python's own handler, plus a note that we were interrupted: an exception raised while the
+    # KeyboardInterrupt unwinds (a Numba or C-extension frame may turn it into SystemError) is still an
+    # interrupt, exit 130.
+    _state["interrupted"] = True
+    raise KeyboardInterrupt
+
+
+def _redeliver_swallowed_interrupt(unraisable) -> None:
+    """sys.unraisablehook: a KeyboardInterrupt that landed where exceptions are ignored (a ctypes callback
+    inside Numba's compiler, a __del__) is sent again shortly instead of printing a traceback and running on."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        sys.__unraisablehook__(unraisable)
+        return
+    import threading
+
+    threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """True after a SIGINT, or when `exc` was raised while handling a KeyboardInterrupt."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return bool(_state.get("interrupted"))
+
+
+def _exit_interrupted(prog: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")  # ends the line the terminal's ^C echo began
+    err_console().print(f"{prog}: interrupted")
+    sys.exit(130)
+
+
 class _Contract:
     """Error handling shared by ToolCommand and ToolGroup (CONVENTIONS: Errors)."""
+
+    def invoke(self, ctx):
+        # click answers a KeyboardInterrupt with a blank line on stderr, even in a cron log; an Abort
+        # passes through it untouched and main() prints the one line.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise click.exceptions.Abort() from exc
 
     def main(self, args=None, prog_name=None, **extra):  # noqa: D401 - click API
         # Like coreutils: a closed pipe ends us quietly with 141, not a traceback.
         if hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored (nohup)
+            signal.signal(signal.SIGINT, _on_sigint)
+            sys.unraisablehook = _redeliver_swallowed_interrupt
         prog = prog_name or self.name or os.path.basename(sys.argv[0])
         _state["verbose"] = 0
+        _state["interrupted"] = False
         try:
             result = _run_with_output_plan(super().main, args, prog_name=prog, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
@@ -71,9 +120,10 @@ class _Contract:
             where = exc.ctx.command_path if exc.ctx is not None else prog
             _fail(prog, f"{exc.format_message().rstrip('.')}; see '{where} --help'", 2)
         except (click.exceptions.Abort, KeyboardInterrupt):
-            err_console().print(f"{prog}: interrupted")
-            sys.exit(130)
+            _exit_interrupted(prog)
         except MethodkitError as exc:
+            if _interrupted(exc):
+                _exit_interrupted(prog)
             if _state["verbose"] >= 2:
                 err_console().print_exception()
             _fail(prog, exc.message, exc.exit_code)
@@ -84,6 +134,8 @@ class _Contract:
         except MemoryError:
             _fail(prog, "out of memory; try a smaller input or fewer threads", 1)
         except Exception as exc:
+            if _interrupted(exc):
+                _exit_interrupted(prog)
             if _state["verbose"] >= 2:
                 err_console().print_exception()
             hint = "" if _state["verbose"] >= 2 else " (run with -vv for a traceback)"

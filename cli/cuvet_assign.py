@@ -251,6 +251,9 @@ def fit_cmd(
 
     run = Run.from_context()
     run.threads()
+    from methodkit.core.threads import prefer_workqueue
+
+    prefer_workqueue()  # kernels from this thread only; OpenMP's idle workers spun between them (core.threads)
     raw = run.input_bytes(input)
     if (budget is None) == (budget_frac is None):
         raise UsageError("pass exactly one of --budget B and --budget-frac f")

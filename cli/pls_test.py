@@ -78,12 +78,16 @@ def main():
     """
 
 
-def _limit_threads(run: Run):
-    """Apply -j to Numba and to BLAS (threadpoolctl), which small batched GEMMs oversubscribe."""
-    from threadpoolctl import threadpool_limits
+def _limit_threads(run: Run, one_caller: bool = False):
+    """Apply -j to Numba; BLAS keeps one thread (core.threads): its pool on top of Numba's oversubscribed
+    the small batched GEMMs between the prange kernels. `one_caller` (no Dask threads): Numba's workqueue
+    layer, whose idle workers sleep (OpenMP's spun between the many small kernels: -j 0 was 2-6x -j 1)."""
+    from methodkit.core.threads import prefer_workqueue, single_blas
 
-    n = run.threads()
-    return threadpool_limits(limits=n)
+    run.threads()
+    if one_caller:
+        prefer_workqueue()
+    return single_blas()
 
 
 def _parse_ks(text: str | None) -> list[int]:
@@ -327,7 +331,7 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
     if select_k is not None and ks is not None:
         raise UsageError("pass either -k/--components or --select-k, not both")
     k_list = _parse_ks(ks) if ks is not None else None
-    with _limit_threads(run):
+    with _limit_threads(run, one_caller=True):
         design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
         for message in design.warnings:
             warn(PROG, message)
@@ -662,7 +666,7 @@ def bench(data_source, target, x_glob, k, splits, perms, folds, rounds, ref_perm
 
     run = Run.from_context()
     run.refuse_existing_output()
-    with _limit_threads(run):
+    with _limit_threads(run, one_caller=True):
         if data_source is None and debian_data.parquet_path("tecator").exists():
             data_source = "builtin:tecator:fat"
         if data_source is None:

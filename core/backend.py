@@ -60,7 +60,7 @@ def to_numpy(array):
 
 
 def set_threads(n: int | None) -> int:
-    """Apply -j/--threads to Numba and torch (when imported); return the count in force.
+    """Apply -j/--threads to Numba and torch (when imported), one thread to BLAS; return the count in force.
 
     An explicit count (n > 0) wins over the NUMBA_NUM_THREADS / OMP_NUM_THREADS a user exported, as a flag
     wins over the environment; 0 or None means "all cores" and then an exported cap is respected.
@@ -87,4 +87,7 @@ def set_threads(n: int | None) -> int:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(n)
+    from methodkit.core.threads import hold_blas_to_one_thread
+
+    hold_blas_to_one_thread()  # the cores belong to Numba and torch: never a threaded BLAS on top of them
     return n

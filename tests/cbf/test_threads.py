@@ -49,3 +49,44 @@ def test_filters_give_the_same_bytes_on_one_and_two_threads(two_threads, task):
     one = _filters(task.outcome.T)
     numba.set_num_threads(2)
     assert _filters(task.outcome.T) == one
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_pieces_cover_every_job_once_in_short_ranges(two_threads, n_threads):
+    numba.set_num_threads(n_threads)
+    calls = []
+    threads.over_ranges(40, lambda lo, hi: calls.append((lo, hi)), piece=3)
+    assert sorted(calls) == [(lo, min(lo + 3, 40)) for lo in range(0, 40, 3)]
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_an_interrupt_drops_the_pieces_not_yet_started(two_threads, n_threads):
+    import time
+
+    numba.set_num_threads(n_threads)
+    calls = []
+
+    def job(lo, hi):
+        calls.append(lo)
+        if lo == 0:
+            raise KeyboardInterrupt  # as Ctrl-C would surface in the waiting main thread
+        time.sleep(0.01)
+
+    with pytest.raises(KeyboardInterrupt):
+        threads.over_ranges(200, job, piece=1)
+    time.sleep(0.5)  # pieces still queued would run now (10 ms each)
+    assert len(calls) < 10
+
+
+def test_particle_filters_give_the_same_bytes_in_pieces_of_one_run(two_threads, task, monkeypatch):
+    numba.set_num_threads(2)
+    whole = _filters(task.outcome.T)
+    monkeypatch.setattr(kernels, "PF_PIECE_STEPS", 1)  # one run per piece
+    assert _filters(task.outcome.T) == whole
+
+
+def test_pieces_are_small_enough_to_share_out(two_threads):
+    numba.set_num_threads(2)
+    calls = []
+    threads.over_ranges(16, lambda lo, hi: calls.append(hi - lo), piece=12)
+    assert sorted(calls) == [2] * 8  # at least four pieces per thread, not 12 + 4

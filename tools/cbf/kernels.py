@@ -877,6 +877,9 @@ def cbf_filter(outcome, valid, vnodes, snodes, m0, w0, switch, carry, *outs):
     threads.over_rows(_cbf_filter_rows, (outcome, valid, vnodes, snodes), (m0, w0, switch, carry), outs, 4)
 
 
+PF_PIECE_STEPS = 5_000_000
+
+
 def pf_filter(kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest):
     """`_pf_jobs` over ranges of the S x R runs on -j threads (rest: the outputs, collapses, signals, tables,
     use_table, as `_pf_jobs` takes them). Each run seeds its own generators, so the split changes nothing."""
@@ -884,4 +887,6 @@ def pf_filter(kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest):
     def job(lo, hi):
         _pf_jobs(lo, hi, kind, outcome, valid, params, n_particles, seeds, m0, w0, *rest)
 
-    threads.over_ranges(seeds.shape[0] * seeds.shape[1], job)
+    # pieces of about PF_PIECE_STEPS particle-trials (~0.2 s), so that Ctrl-C is acted on promptly
+    piece = max(1, PF_PIECE_STEPS // max(1, n_particles * outcome.shape[1] * outcome.shape[2]))
+    threads.over_ranges(seeds.shape[0] * seeds.shape[1], job, piece=piece)
