@@ -11,6 +11,8 @@ import re
 
 import numpy as np
 
+from methodkit.core.errors import UsageError
+
 _SEPARATOR = re.compile(r"[_.]")
 
 
@@ -55,6 +57,10 @@ def named_groups(prefixes: list[str], features: list[str], candidates: list[int]
             for j in candidates
             if features[j].startswith(prefix) and _SEPARATOR.match(features[j][len(prefix) :] or " ")
         ]
+        if len(members) < 2:
+            raise UsageError(
+                f"--one-hot: '{prefix}' names {len(members)} numeric PREFIX_LEVEL column(s); a group needs 2"
+            )
         out[prefix] = members
     return out
 
