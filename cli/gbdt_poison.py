@@ -76,6 +76,12 @@ def attack_options(f, with_eps: bool = True):
         click.option("--dims", type=int, default=3, show_default=True, help="Columns moved per row (top-k by gain)."),
         click.option("--dims-list", default=None, metavar="A,B", help="Move exactly these columns instead."),
         click.option(
+            "--one-hot",
+            default=None,
+            metavar="PREFIX,...",
+            help="One-hot groups (PREFIX_LEVEL columns), never moved; default: detected from the data.",
+        ),
+        click.option(
             "--influence",
             type=click.Choice(["boostin", "loss", "random"]),
             default="boostin",
@@ -330,6 +336,7 @@ def _attack_config(params: dict, seed: int, eps: float | None = None):
         refit_every=params["refit_every"],
         fast_bins=params["fast_bins"],
         workers=params["workers"],
+        one_hot=_csv_list(params.get("one_hot")),
         seed=seed,
     )
 

@@ -148,6 +148,9 @@ def test_sweep_jsonl(run_cli, tables):
         (["attack", "train.csv", "-o", "out.csv", "--immutable", "x0,x1,x2,x3,count"], ["no mutable numeric"]),
         (["attack", "train.csv", "-o", "train.csv", "--force"], ["train.csv: is also an input"]),
         (["attack", "train.csv", "-o", "keep.csv"], ["keep.csv: already exists; pass --force"]),
+        (["attack", "train.csv", "-o", "out.csv", "--lgb-params", '{"num_leaves": -3}'], ["-3 for 'num_leaves'"]),
+        (["attack", "train.csv", "-o", "out.csv", "--lgb-params", '{"learning_rate": "x"}'], ["'learning_rate'"]),
+        (["attack", "train.csv", "-o", "out.csv", "--one-hot", "nope"], ["--one-hot: 'nope' names 0"]),
         (["eval", "train.csv", "--test", "other.csv"], ["differs from the train table", "missing colour"]),
     ],
 )

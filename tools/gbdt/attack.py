@@ -18,7 +18,7 @@ from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.gbdt import dims as dimsmod
 from methodkit.tools.gbdt import influence as infl
-from methodkit.tools.gbdt import threshold
+from methodkit.tools.gbdt import onehot, threshold
 from methodkit.tools.gbdt.data import Problem
 from methodkit.tools.gbdt.feasible import COVARIANCES, TRANSFORMS, Standardizer, build_region, implausible_fraction
 from methodkit.tools.gbdt.oracle import OBJECTIVES, ORACLES, Oracle, objective_value
@@ -48,6 +48,7 @@ class AttackConfig:
     refit_every: int = 5
     fast_bins: bool = False
     workers: int = 1  # probes trained at once (threads); results do not depend on it
+    one_hot: list[str] | None = None  # one-hot group prefixes; None = detect them
     seed: int = 0
 
     def check(self) -> None:
@@ -159,6 +160,8 @@ class AttackResult:
             "feasible_fraction": float(self.feasible.mean()) if len(self.feasible) else 1.0,
             "thresholds_crossed": self.thresholds_crossed,
             "implausible_fraction": self.plausibility["fraction"],
+            "onehot_violations": self.plausibility.get("onehot_violations", 0),
+            "binary_violations": self.plausibility.get("binary_violations", 0),
             "fits": self.fits,
             "seconds": round(self.seconds, 3),
         }
@@ -267,12 +270,28 @@ def run(
         raise DataError(f"--budget {config.budget} of n={n} train rows is less than one row; raise --budget")
     mutable_idx = [problem.index(c) for c in problem.mutable]
     integer_idx = {problem.index(c) for c in problem.integer}
+    numeric_all = [problem.index(c) for c in problem.features if c not in problem.categorical]
+    if config.one_hot:
+        groups = onehot.named_groups(config.one_hot, problem.features, numeric_all)
+    else:
+        groups = onehot.detect_groups(problem.X_tr, problem.features, numeric_all)
+    binary_idx = onehot.binary_columns(problem.X_tr, problem.features, numeric_all)
+    # a one-hot member moved alone leaves a row with zero or two levels set: such columns stay put
+    grouped = {j for members in groups.values() for j in members}
+    if grouped:
+        mutable_idx = [j for j in mutable_idx if j not in grouped]
+        warnings.append(f"one-hot groups {', '.join(sorted(groups))} are not perturbed (their levels stay as read)")
+        for name in config.dims_list or []:
+            if name in problem.features and problem.index(name) in grouped:
+                raise UsageError(f"--dims-list: column '{name}' belongs to a one-hot group; it is not moved alone")
+        if not mutable_idx:
+            raise DataError("no mutable numeric column left outside the one-hot groups; relax --immutable")
     if config.dims_list:
         chosen = dimsmod.by_name(config.dims_list, problem.features, problem.mutable)
         k = len(chosen)
     else:
         k = config.dims
-        dimsmod.check_k(k, problem.mutable)
+        dimsmod.check_k(k, [problem.features[j] for j in mutable_idx])
 
     total = config.n_evaluations + 2
     progress("victim fits", 0, total)
@@ -292,6 +311,9 @@ def run(
     else:
         global_dims = None
     if global_dims is not None:
+        binary_chosen = [problem.features[j] for j in global_dims if j in binary_idx]
+        if binary_chosen:
+            warnings.append(f"chosen column(s) {', '.join(binary_chosen)} are 0/1: they can only flip")
         eligible = np.all(np.isfinite(problem.X_tr[:, global_dims]), axis=1)
     else:
         eligible = np.any(np.isfinite(problem.X_tr[:, mutable_idx]), axis=1)
@@ -363,6 +385,7 @@ def run(
     feasible = region.inside(Z_final)
     numeric_idx = [problem.index(c) for c in problem.features if c not in problem.categorical]
     plaus = implausible_fraction(problem.X_tr, problem.y_tr, X_final[rows], rows, numeric_idx, std)
+    plaus.update(onehot.violations(X_final[rows], groups, binary_idx))
     used = sorted({int(j) for j in dims.ravel() if j >= 0})
     return AttackResult(
         config=config,

@@ -51,6 +51,7 @@ class Victim:
             if objective != "binary":
                 raise UsageError(f"--lgb-params: only the binary objective is supported, not {objective!r}")
             params.update(extra)
+            _check_params(params, extra)
         return cls(params=params, rounds=rounds, threads=threads, seed=seed)
 
     def full_params(self) -> dict:
@@ -168,3 +169,42 @@ def parse_trees(booster, y_train: np.ndarray, params: dict) -> Trees:
 
 def leaf_indices(booster, X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(booster.predict(X, pred_leaf=True).astype(np.int64).reshape(len(X), -1))
+
+
+def _check_params(params: dict, extra: dict) -> None:
+    """Refuse a bad --lgb-params value before any work, naming the parameter (LightGBM's own message
+    says neither which key nor that it came from the command line). A one-round fit on a tiny table
+    with the full set, then each user key alone to find the culprit; LightGBM's [Fatal] line is muted."""
+    import os
+    import sys
+
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((40, 2)), np.arange(40) % 2
+
+    def fails(trial: dict) -> str | None:
+        try:
+            lgb.train(trial, lgb.Dataset(X, label=y, params=trial), num_boost_round=1)
+        except (lgb.basic.LightGBMError, ValueError, TypeError) as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return text.split(" at /")[0]  # LightGBM's source location says nothing to a user
+        return None
+
+    # LightGBM writes its [Fatal] line straight to the stderr descriptor: silence it while we probe
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        if fails({**params, "verbose": -1}) is None:
+            return
+        for key, value in extra.items():
+            message = fails({**DEFAULT_PARAMS, key: value, "verbose": -1})
+            if message is not None:
+                raise UsageError(f"--lgb-params: bad value {value!r} for '{key}' (LightGBM: {message})")
+        raise UsageError(f"--lgb-params: LightGBM refuses this combination ({fails(params)})")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
