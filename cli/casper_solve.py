@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(
@@ -54,7 +54,9 @@ def main():
     SuperLU where that fails; scores far outside P can stall Newton, so when ||A y - b|| has
     not halved in 4 steps (or after 25) an interior-point QP (Clarabel) supplies a
     dual point and Newton finishes from it: at most 50 steps in all, certified by the
-    same KKT residual, else status proj_error; with --device cuda the whole batch is projected at once on CuPy) and differentiable
+    same KKT residual (||A mu - b|| <= 1e-10 + 1e-13 ||theta||_inf, at most 1e-6), else status
+    proj_error with a NaN mu and a hard output still decoded exactly (from the safeguard's point,
+    else the clipped scores); with --device cuda the whole batch is projected at once on CuPy) and differentiable
     in closed form (J = D - D A^T (A D A^T)^+ A D); and (2) the hard output, a 0/1
     assignment valid by construction: argmin over the valid set C of sum_i w_i y_i, by
     argmax, Dijkstra, Viterbi over carries, Hungarian or HiGHS MILP; every row is
@@ -89,7 +91,7 @@ def main():
 
     \b
     EXIT STATUS
-      0  success (rows ending timeout or proj_error are data, not failures)
+      0  success (rows ending timeout or proj_error are data, each a stderr warning)
       1  failure while running, including a failed internal certificate
       2  bad usage or bad input (malformed or infeasible spec, scores of the wrong shape, NaN scores)
       3  --strict: some row ended timeout or proj_error
@@ -204,8 +206,11 @@ def _read_scores(run: Run, data, path: str, program, nan: str):
 def project(input, program_path, input_kind, nan, time_limit, strict, output, in_format, **_):
     """Project scores (INPUT: NPY/NPZ (batch, n_vars) or Parquet, a column per variable).
 
-    Writes soft (float32), hard (uint8) and status to the NPZ given by -o, and one JSON
-    line per instance on stdout: {i, status, objective, certificate, ms}.
+    Writes soft (float32), hard (uint8), status and valid (uint8, 1 where hard is certified) to the
+    NPZ given by -o, and one JSON line per instance on stdout: {i, status, objective, certificate, ms}.
+    Every row's hard output comes from the exact decoder: a proj_error row (soft NaN) is decoded from
+    the interior-point safeguard's point or the clipped scores; each row that is not ok is a warning on
+    stderr, and --strict makes them exit 3.
 
     --device cuda projects the whole batch at once on the GPU (CuPy: lockstep semismooth Newton
     with batched dense solves, programs of at most 4,096 rows); auto uses it when a GPU is present
@@ -237,10 +242,18 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
 
         device = "cuda" if program.m <= MAX_ROWS else "cpu"
     with run.progress() as callback:
-        result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, device=device, progress=callback)
+        result = solve(
+            program,
+            scores,
+            input_kind=input_kind,
+            time_limit=time_limit,
+            device=device,
+            progress=callback,
+            warn=lambda message: warn("casper-solve", message),
+        )
     if output is not None:
         _refuse_terminal_binary(output)
-        arrays = {"soft": result.soft, "hard": result.hard, "status": np.array(result.status)}
+        arrays = {"soft": result.soft, "hard": result.hard, "status": np.array(result.status), "valid": result.valid}
         io.write_arrays(output, arrays, force=run.force)
     for row in result.rows:
         _print_json(row)

@@ -144,7 +144,7 @@ def test_torch_layer_gradcheck():
 def test_newton_cap_gives_proj_error_not_an_inexact_mu(monkeypatch):
     program = compile_spec(sudoku_spec(4))
     projector = Projector(program, max_iter=1)
-    monkeypatch.setattr(projector, "_interior_point_dual", lambda theta: None)  # the safeguard fails too
+    monkeypatch.setattr(projector, "_interior_point", lambda theta: (None, None))  # the safeguard fails too
     theta = _theta(program, np.random.default_rng(7), batch=4, scale=3.0)
     mu, states = projector.project(theta)
     errors = [i for i, s in enumerate(states) if s.status == "proj_error"]

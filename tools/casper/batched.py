@@ -16,7 +16,7 @@ import numpy as np
 
 from methodkit.core.errors import UsageError
 from methodkit.tools.casper.program import Program
-from methodkit.tools.casper.projection import MAX_ITER, TOL, RowState
+from methodkit.tools.casper.projection import MAX_ITER, TOL, TOL_MAX, TOL_REL, RowState
 
 MAX_ROWS = 4096
 
@@ -61,9 +61,10 @@ class BatchedDenseProjector:
         g = self._dual(theta, y, F, nu)
         done = xp.zeros(batch, dtype=bool)
         steps = xp.zeros(batch, dtype=xp.int64)
+        row_tol = xp.minimum(self.tol + TOL_REL * xp.abs(theta).max(1), max(self.tol, TOL_MAX))  # relative, capped
         for _ in range(self.max_iter + 1):
             norm = xp.abs(F).max(1)
-            done = done | (norm <= self.tol)
+            done = done | (norm <= row_tol)
             active = xp.flatnonzero(~done)
             if active.size == 0 or int(steps.max()) >= self.max_iter:
                 break

@@ -31,6 +31,11 @@ from methodkit.tools.casper.program import Program, onehot_only
 
 MAX_ITER = 50
 TOL = 1e-10
+# Termination is ||A y - b||_inf <= TOL + TOL_REL ||theta||_inf: y = clip(theta - A^T nu) carries a
+# rounding error of about eps ||theta|| per entry, so an absolute 1e-10 is unreachable once the scores
+# are ~1e6 (measured: 30x30 flows with logits ~1e6 stalled at 1e-10..4e-9 and ended proj_error).
+TOL_REL = 1e-13
+TOL_MAX = 1e-6  # beyond this (scores above ~1e7) a row is proj_error rather than loosely certified
 STALL_STEPS = 4  # hand a row to the interior-point safeguard when ||F|| has not halved in this many steps
 DENSE_SIZE = 50_000  # m * n below which dense LAPACK beats sparse overhead
 
@@ -63,6 +68,8 @@ class RowState:
     residual: float  # ||A mu - b||_inf at the end
     free: np.ndarray | None = None  # bool (n,), variables strictly inside their bounds
     factor: object | None = None  # a factor of A_S A_S^T + delta I with .solve (Newton rows)
+    # proj_error rows: the interior-point safeguard's primal point (uncertified), for the hard decode
+    fallback: np.ndarray | None = None
 
 
 class Projector:
@@ -192,6 +199,7 @@ class Projector:
         return mu, states
 
     def _project_one(self, theta: np.ndarray):
+        self.row_tol = min(self.tol + TOL_REL * float(np.max(np.abs(theta), initial=0.0)), max(self.tol, TOL_MAX))
         if self.full_factor is None:  # no rows: the box alone
             free = (theta > self.lower) & (theta < self.upper)
             return np.clip(theta, self.lower, self.upper), RowState("ok", "affine", 0, 0.0, free)
@@ -203,14 +211,15 @@ class Projector:
         # Safeguard: from scores far outside P (e.g. all raw logits < -2 on a flow) the Newton path
         # can stall. An interior-point QP (Clarabel) supplies a dual point near the solution; Newton
         # restarted there finishes it, and the same residual test certifies the result.
-        nu_ipm = self._interior_point_dual(theta)
+        nu_ipm, y_ipm = self._interior_point(theta)
         if nu_ipm is not None:
             out, more, F = self._newton(theta, nu_ipm, budget=self.max_iter - steps, method="newton+ipm", offset=steps)
             if out is not None:
                 return out
             steps += more
         nan = np.full(self.n, np.nan)
-        return nan, RowState("proj_error", "newton", steps, float(np.max(np.abs(F))), None, None)
+        fallback = None if y_ipm is None else np.clip(y_ipm, self.lower, self.upper)
+        return nan, RowState("proj_error", "newton", steps, float(np.max(np.abs(F))), None, None, fallback)
 
     def _newton(self, theta, nu, *, budget, method="newton", offset=0, stall=0):
         """Semismooth Newton from nu: ((mu, RowState), steps, F) when it certifies, else (None, steps, F).
@@ -226,7 +235,7 @@ class Projector:
         for it in range(budget + 1):
             norm = float(np.max(np.abs(F), initial=0.0))
             norms.append(norm)
-            if norm <= self.tol:
+            if norm <= self.row_tol:
                 return self._finish(theta, nu, z, y, F, it + offset, method), it, F
             if it == budget or (stall and it >= stall and norm > 0.5 * norms[it - stall]):
                 return None, it, F
@@ -245,12 +254,13 @@ class Projector:
             nu, z, y, F, g = nu_t, z_t, y_t, F_t, g_t
         return None, budget, F  # not reached: the loop returns at it == budget
 
-    def _interior_point_dual(self, theta):
-        """The equality multipliers of min 1/2||y - theta||^2 on P from Clarabel, or None if it fails."""
+    def _interior_point(self, theta):
+        """(nu, y): the equality multipliers and the primal point of min 1/2||y - theta||^2 on P from
+        Clarabel, or (None, None) if it fails."""
         try:
             import clarabel
         except ImportError:
-            return None
+            return None, None
         n, m = self.n, self.program.m
         finite = np.flatnonzero(np.isfinite(self.upper))
         lower_finite = np.flatnonzero(np.isfinite(self.lower))
@@ -263,8 +273,9 @@ class Projector:
         settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-10
         solution = clarabel.DefaultSolver(eye, -np.asarray(theta, dtype=float), A, b, cones, settings).solve()
         if str(solution.status) not in ("Solved", "AlmostSolved"):
-            return None
-        return np.asarray(solution.z[:m], dtype=float)  # KKT: y - theta + A^T nu - z_l + z_u = 0
+            return None, None
+        # KKT: y - theta + A^T nu - z_l + z_u = 0
+        return np.asarray(solution.z[:m], dtype=float), np.asarray(solution.x, dtype=float)
 
     def _finish(self, theta, nu, z, y, F, iterations, method="newton"):
         """Polish: one exact step on the final free set, kept if it lowers the residual."""

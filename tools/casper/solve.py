@@ -84,6 +84,7 @@ class ProjectResult:
     status: list
     rows: list = field(default_factory=list)
     structure: str = ""
+    valid: np.ndarray | None = None  # (batch,) uint8: 1 where hard is certified valid
 
     def to_dict(self) -> dict:
         counts = {s: self.status.count(s) for s in STATUSES}
@@ -91,7 +92,7 @@ class ProjectResult:
         return {
             "instances": len(self.status),
             **counts,
-            "valid": counts["ok"],
+            "valid": int(self.valid.sum()) if self.valid is not None else counts["ok"],
             "structure": self.structure,
             "ms_mean": float(np.mean(ms)) if ms else None,
         }
@@ -105,11 +106,14 @@ def run(
     time_limit: float = 60.0,
     device: str = "cpu",
     progress=silent,
+    warn=lambda message: None,
 ) -> ProjectResult:
     """Project each row of `scores` (batch, n_user) onto P and decode a certified point of C.
 
     device 'cuda' projects the whole batch at once with the batched dense solver on CuPy
     (batched.py; programs of at most 4,096 rows); the decode and the certificate stay on the CPU.
+    Every row's hard output comes from the exact decoder, whatever the projection's status (a
+    proj_error row is decoded from `_fallback_point`); `warn` gets one line per row that is not ok.
     """
     theta = to_theta(program, scores, input_kind)
     projector = Projector(program)
@@ -125,6 +129,7 @@ def run(
         batched_ms = (time.perf_counter() - start) * 1000 / max(batch, 1)
     soft = np.zeros((batch, program.n_user), dtype=np.float32)
     hard = np.zeros((batch, program.n_user), dtype=np.uint8)
+    valid = np.zeros(batch, dtype=np.uint8)  # 1 where hard is a certified member of C
     status, rows = [], []
     progress("project", 0, batch)
     for i in range(batch):
@@ -137,27 +142,54 @@ def run(
         row = {"i": i, "status": state.status, "objective": None, "certificate": None}
         if state.status == "ok":
             soft[i] = mu[0, : program.n_user]
-            decoded = decoder.decode(mu[0])
-            if decoded.status == "infeasible":
-                raise DataError("the program's valid set C is empty: no 0/1 assignment satisfies it")
-            row["status"] = decoded.status
-            if decoded.status == "ok" or decoded.y.any():
-                reason = certify(program, decoded.y)
-                if reason is not None:
-                    raise RunFailure(f"internal: certificate failed for row {i} ({reason})")
-                hard[i] = decoded.y
-                row["objective"] = decoded.objective
-                row["certificate"] = {
-                    "valid": True,
-                    "soft": state.method,
-                    "newton_steps": state.iterations,
-                    "kkt_residual": state.residual,
-                    "hard": HARD_BACKENDS[program.structure],
-                }
-        else:
+            point, source = mu[0], "projection"
+        else:  # the soft output is not certified; the hard one still comes from the exact decoder
             soft[i] = np.nan
+            point, source = _fallback_point(program, theta[i], state)
+        decoded = decoder.decode(point)
+        if decoded.status == "infeasible":
+            raise DataError("the program's valid set C is empty: no 0/1 assignment satisfies it")
+        if state.status == "ok" or decoded.status != "ok":
+            row["status"] = decoded.status
+        reason = certify(program, decoded.y)
+        if reason is not None and decoded.status == "ok":
+            raise RunFailure(f"internal: certificate failed for row {i} ({reason})")
+        if reason is None:  # a MILP timeout keeps its incumbent when it has one
+            hard[i] = decoded.y
+            valid[i] = 1
+            row["objective"] = decoded.objective
+            row["certificate"] = {
+                "valid": True,
+                "soft": state.method if state.status == "ok" else None,
+                "newton_steps": state.iterations,
+                "kkt_residual": state.residual,
+                "hard": HARD_BACKENDS[program.structure],
+                "decoded_from": source,
+            }
+        if row["status"] != "ok":
+            warn(_warning(i, row, state, source))
         row["ms"] = round((time.perf_counter() - start) * 1000 + (batched_ms if batched else 0.0), 3)
         status.append(row["status"])
         rows.append(row)
         progress("project", i + 1, batch)
-    return ProjectResult(soft, hard, status, rows, program.structure)
+    return ProjectResult(soft, hard, status, rows, program.structure, valid)
+
+
+def _fallback_point(program: Program, theta: np.ndarray, state) -> tuple[np.ndarray, str]:
+    """What a proj_error row is decoded from: the interior-point safeguard's primal point when it
+    solved, else the scores clipped to the bounds (the decoder only needs an ordering of the
+    variables; it never needs the projection to have converged)."""
+    if state.fallback is not None and np.all(np.isfinite(state.fallback)):
+        return state.fallback, "interior-point"
+    return np.clip(theta, program.lower, program.upper), "clipped-scores"
+
+
+def _warning(i: int, row: dict, state, source: str) -> str:
+    if row["certificate"] is None:
+        return f"row {i}: {row['status']}, no valid hard output (the decoder found none within --time-limit)"
+    if state.status != "ok":
+        return (
+            f"row {i}: proj_error (residual {state.residual:.1e} after {state.iterations} steps); soft is NaN, "
+            f"hard is valid, decoded from the {source.replace('-', ' ')}"
+        )
+    return f"row {i}: {row['status']}, hard is the decoder's best valid assignment within --time-limit"
