@@ -61,3 +61,21 @@ def assert_one_line_error(proc, prog: str, *fragments: str, code: int = 2) -> st
 @pytest.fixture
 def one_line_error():
     return assert_one_line_error
+
+
+@pytest.fixture(autouse=True)
+def _process_signal_state():
+    """Restore the signal handlers a command installs when a test calls it in this process.
+
+    A command's main() sets SIGPIPE to its default action (quiet exit on a closed pipe, as coreutils) and
+    its own SIGINT handler. Left in a pytest-xdist worker, the first write to a closed pipe kills the
+    worker without a word ("node down: Not properly terminated") and the session hangs at teardown.
+    """
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM)}
+    hook = sys.unraisablehook
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+    sys.unraisablehook = hook
