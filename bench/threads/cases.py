@@ -276,6 +276,11 @@ INTERRUPT_JOBS = [
             "out.json",
         ),
     ),
+    Job(
+        "methodkit-sim",
+        'echo \'{"seed": 1, "scenes": [{"family": "cruise-dense", "count": 4000}]}\' > suite.json',
+        ("methodkit-sim", "rollout", "suite.json", "--policy", "expert", "-o", "out.csv"),
+    ),
 ]
 
 # Executables without a job worth interrupting.
