@@ -162,6 +162,14 @@ def rollout(
     out = Episodes(state, 0, events=[[] for _ in range(state.batch)])
     boxes, present, plans, speed, lane = [], [], [], [], []
     plan_now = np.full((state.batch, int(vocab.PLAN_SECONDS / FRAME_S), 2), np.nan)
+
+    def record_frame():
+        boxes.append(state.boxes())
+        present.append(state.present.copy())
+        plans.append(plan_now.copy())
+        speed.append(state.veh[:, K.V, 0].copy())
+        lane.append(state.lanes[:, K.CUR, 0].copy())
+
     for frame in range(limit):
         running = np.flatnonzero(~sim.done)
         if running.size == 0:
@@ -173,11 +181,7 @@ def rollout(
                 for e, b in enumerate(running):
                     plan_now[b] = vocab.plans(state, b, FRAME_S)[choice[e], :, :2]
         if record:
-            boxes.append(state.boxes())
-            present.append(state.present.copy())
-            plans.append(plan_now.copy())
-            speed.append(state.veh[:, K.V, 0].copy())
-            lane.append(state.lanes[:, K.CUR, 0].copy())
+            record_frame()
             for _ in range(substeps):
                 before = sim.done.copy()
                 _one_step(sim, parallel)
@@ -188,11 +192,7 @@ def rollout(
             sim.frames(1, parallel)
         out.frames = frame + 1
     if record:
-        boxes.append(state.boxes())
-        present.append(state.present.copy())
-        plans.append(plan_now.copy())
-        speed.append(state.veh[:, K.V, 0].copy())
-        lane.append(state.lanes[:, K.CUR, 0].copy())
+        record_frame()
         out.frames += 1
         out.boxes = np.stack(boxes)
         out.present = np.stack(present)
