@@ -230,10 +230,11 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
     from methodkit.tools.casper.solve import run as solve
 
     run = Run.from_context()
-    data = run.input_bytes(input)
+    io.require_input(input)  # a missing file is named first, the flags checked before it is read
     if program_path is None:
         raise UsageError("missing option '--program' (the NPZ written by 'casper-solve compile')")
     run.refuse_existing_output(output)
+    data = run.input_bytes(input)
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
     scores = _read_scores(run, data, input, program, nan)
     device = run.device()
@@ -283,11 +284,13 @@ def gen(task, size, digits, n, n_test, output, seed, **_):
 
     import numpy as np
 
-    from methodkit.tools.casper.tasks import generate
+    from methodkit.core.memory import guard_memory
+    from methodkit.tools.casper.tasks import dataset_bytes, generate
 
     run = Run.from_context()
     _refuse_terminal_binary(output)
     run.refuse_existing_output(output)
+    guard_memory(dataset_bytes(task, size=size, digits=digits, n=n + n_test), f"a {task} dataset", "--n")
     arrays = generate(task, size=size, digits=digits, n=n, n_test=n_test, seed=seed)
     buffer = _io.BytesIO()
     np.savez_compressed(buffer, **arrays)
@@ -394,9 +397,12 @@ def train(
 
     run = Run.from_context()
     run.threads()
-    arrays, task = _load_dataset(run, input, task)
+    io.require_input(input)
     if output is None or output == "-":
         raise UsageError("pass -o PATH.safetensors for the trained weights")
+    sidecar = Path(output).with_suffix(".json")
+    run.refuse_existing_output(output, sidecar)
+    arrays, task = _load_dataset(run, input, task)
     if calibrate_on and not (task == "warcraft" and method == "casper" and calibrate):
         raise UsageError("--calibrate-on applies to --task warcraft --method casper with --calibrate only")
     extra = []
@@ -405,8 +411,6 @@ def train(
         if found_task != "warcraft":
             raise UsageError(f"--calibrate-on {path}: holds a {found_task} dataset, not warcraft")
         extra.append(found)
-    sidecar = Path(output).with_suffix(".json")
-    run.refuse_existing_output(output, sidecar)
     with run.progress() as callback:
         result = train_model(
             task,
@@ -475,10 +479,11 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
 
     run = Run.from_context()
     run.threads()
-    arrays, task = _load_dataset(run, input, task)
+    io.require_input(input)
     if model_path is None:
         raise UsageError("missing option '--model' (weights written by 'casper-solve train')")
     run.refuse_existing_output(output)
+    arrays, task = _load_dataset(run, input, task)
     from safetensors.torch import load
 
     try:

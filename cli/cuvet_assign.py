@@ -60,7 +60,7 @@ def _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome):
 
 
 def _parse(run: Run, raw):
-    """The table from INPUT's bytes, read first (a missing file is named before any flag error)."""
+    """The table from INPUT's bytes (read once the flags are checked: a bad flag fails before a large input is read)."""
     from methodkit.core import io
 
     return io.read_table(raw, run.params.get("in_format"))
@@ -156,6 +156,9 @@ def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
     run = Run.from_context()
     run.claim_outputs(sidecar or (f"{run.output}.json" if run.output != "-" else None))
     if source == "synthetic":
+        from methodkit.core.memory import guard_memory
+
+        guard_memory(n * synth.SYNTH_BYTES_PER_ROW, f"a synthetic table of {n:,} rows", "--n")
         frame, side = synth.synthetic(n, run.seed, synth.synthetic_truth(truth_seed, regime))
         side = {**side, "treatment": "treatment", "value": "conversion", "cost_on_outcome": True, "seed": run.seed}
     elif source == "thornton":
@@ -250,18 +253,26 @@ def fit_cmd(
     from methodkit.core.errors import DataError, UsageError
 
     run = Run.from_context()
-    run.threads()
-    from methodkit.core.threads import prefer_workqueue
+    io.require_input(input)  # a missing file is named first, the flags checked before it is read
+    from methodkit.core.threads import hold_blas_to_one_thread, prefer_workqueue
+
+    if run.params.get("threads"):  # without -j the count is chosen from the data, before Numba loads
+        run.threads()
+    hold_blas_to_one_thread()  # before NumPy loads, as -j does it: the BLAS never starts a pool
 
     prefer_workqueue()  # kernels from this thread only; OpenMP's idle workers spun between them (core.threads)
-    raw = run.input_bytes(input)
     if (budget is None) == (budget_frac is None):
         raise UsageError("pass exactly one of --budget B and --budget-frac f")
     if not (budget if budget is not None else budget_frac) > 0:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
     run.refuse_existing_output()
-    data = _load(run, _parse(run, raw), treatment, value, spec, id_col, features, exclude)
+    data = _load(run, _parse(run, run.input_bytes(input)), treatment, value, spec, id_col, features, exclude)
+    if not run.params.get("threads"):  # no -j: all cores only where the fit has the work for them
+        from methodkit.core.backend import set_threads
+        from methodkit.tools.cuvet.parallel import default_threads
+
+        set_threads(default_threads(data.n, honest=not no_honest))
     from methodkit.tools.cuvet.model import fit  # Numba: only once the input is known to be good
     from methodkit.tools.cuvet.tree import TreeParams
 
@@ -424,11 +435,11 @@ def evaluate_cmd(
     from methodkit.tools.cuvet.evaluate import evaluate, propensities
 
     run = Run.from_context()
-    raw = run.input_bytes(input)
+    io.require_input(input)
     if assignment is None:
         raise UsageError("missing ASSIGNMENT (the output of 'cuvet-assign assign')")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
-    frame = _parse(run, raw)
+    frame = _parse(run, run.input_bytes(input))
     table = io.read_table(run.input_bytes(assignment))
     data = _load(run, frame, treatment, value, spec, id_col, strata=strata)
     if propensity is not None:
@@ -535,7 +546,7 @@ def bench_cmd(
 
     run = Run.from_context()
     threads = run.threads()
-    raw = run.input_bytes(input)
+    io.require_input(input)
     chosen = [m for m in methods.split(",") if m]
     unknown = [m for m in chosen if m not in compare.METHODS]
     if unknown:
@@ -548,7 +559,7 @@ def bench_cmd(
         raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
     spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
     run.refuse_existing_output()
-    frame = _parse(run, raw)
+    frame = _parse(run, run.input_bytes(input))
     data = _load(run, frame, treatment, value, spec, id_col, features, exclude, strata)
     truth_doc = run.read_json(truth) if truth else None
     splits = []
