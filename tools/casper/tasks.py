@@ -30,20 +30,8 @@ import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
 from methodkit.core.progress import silent
+from methodkit.tools.casper.names import METHODS, TASKS  # noqa: F401 (the names live where --help can read them)
 
-TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
-METHODS = (
-    "casper",
-    "unconstrained",
-    "sl-sample",
-    "sl-exact",
-    "pyepo-dbb",
-    "pyepo-pfyl",
-    "pyepo-imle",
-    "pyepo-fw",
-    "pishield",
-    "deepproblog",
-)
 METHOD_TASKS = {  # baselines that only apply to some tasks
     "sl-sample": ("warcraft",),
     "sl-exact": ("warcraft",),
