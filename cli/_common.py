@@ -577,3 +577,16 @@ class DemoStep:
     input: str
     headline: str
     label: str = ""
+
+
+def print_frame(frame, title: str, *, digits: int = 4) -> None:
+    """A DataFrame as a rich table on stderr (a summary beside the real output on stdout)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=escape(title))
+    for column in frame.columns:
+        table.add_column(escape(str(column)))
+    for row in frame.itertuples(index=False):
+        table.add_row(*[escape(f"{v:.{digits}g}" if isinstance(v, float) else str(v)) for v in row])
+    err_console().print(table)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.tools.casper.names import METHODS, TASKS  # no NumPy: --help stays fast
 
 DEMO = [
     DemoStep(
@@ -24,20 +25,6 @@ DEMO = [
         "projection speed-up",
     ),
 ]
-
-TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
-METHODS = (  # kept in step with tools/casper/tasks.py (a test checks); listed here so --help imports no numpy
-    "casper",
-    "unconstrained",
-    "sl-sample",
-    "sl-exact",
-    "pyepo-dbb",
-    "pyepo-pfyl",
-    "pyepo-imle",
-    "pyepo-fw",
-    "pishield",
-    "deepproblog",
-)
 
 
 @tool_group(name="casper-solve")
@@ -143,40 +130,6 @@ def compile_(input, no_check, allow_dense, output, **_):
         run.emit_result(program.summary(), output="-")
 
 
-def _read_scores(run: Run, data, path: str, program, nan: str):
-    import numpy as np
-
-    from methodkit.core import io
-    from methodkit.core.errors import DataError
-    from methodkit.tools.casper.solve import check_scores
-
-    kind = io.format_from_path(path if path != "-" else "-", run.params.get("in_format"), "npy")
-    name = data.name
-    if kind in ("npy", "npz"):
-        arrays = io.read_arrays(data)
-        if "scores" in arrays:
-            scores = arrays["scores"]
-        elif len(arrays) == 1:
-            scores = next(iter(arrays.values()))
-        else:
-            raise DataError(f"{name}: NPZ holds {', '.join(arrays)}; name the scores array 'scores'")
-    elif kind == "parquet":
-        frame = io.read_table(data, "parquet")
-        names = program.user_names
-        unknown = [c for c in frame.columns if c not in set(names)]
-        if unknown:
-            raise DataError(
-                f"{name}: unknown variable columns {', '.join(map(str, unknown[:5]))} (expected {names[0]}...)"
-            )
-        missing = [c for c in names if c not in frame.columns]
-        if missing:
-            raise DataError(f"{name}: missing variable columns {', '.join(missing[:5])}; expected all {len(names)}")
-        scores = io.numeric_matrix(frame, names, allow_nonfinite=True)
-    else:
-        raise DataError(f"{name}: scores must be NPY, NPZ or Parquet, not {kind}")
-    return check_scores(program, np.asarray(scores), name, nan)
-
-
 @main.command("project")
 @input_argument()
 @click.option("--program", "program_path", default=None, metavar="PATH", help="Program NPZ from 'compile' (required).")
@@ -222,20 +175,20 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
       casper-solve project scores.npy --program program.npz -o out.npz
       casper-solve project scores.parquet --program program.npz --input logits -o out.npz | jq .ms
     """
-    import numpy as np
-
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
+    from methodkit.tools.casper.commands import projection_arrays, read_scores
     from methodkit.tools.casper.program import Program
     from methodkit.tools.casper.solve import run as solve
 
     run = Run.from_context()
-    data = run.input_bytes(input)
+    io.require_input(input)  # a missing file is named first, the flags checked before it is read
     if program_path is None:
         raise UsageError("missing option '--program' (the NPZ written by 'casper-solve compile')")
     run.refuse_existing_output(output)
+    data = run.input_bytes(input)
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
-    scores = _read_scores(run, data, input, program, nan)
+    scores = read_scores(data, input, program, nan, run.params.get("in_format"))
     device = run.device()
     if device == "cuda" and run.params.get("device") == "auto":
         from methodkit.tools.casper.batched import MAX_ROWS
@@ -253,8 +206,7 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
         )
     if output is not None:
         _refuse_terminal_binary(output)
-        arrays = {"soft": result.soft, "hard": result.hard, "status": np.array(result.status), "valid": result.valid}
-        io.write_arrays(output, arrays, force=run.force)
+        io.write_arrays(output, projection_arrays(result), force=run.force)
     for row in result.rows:
         _print_json(row)
     run.write_meta()
@@ -279,42 +231,35 @@ def gen(task, size, digits, n, n_test, output, seed, **_):
       casper-solve gen mnist-add --digits 15 --n-test 200 -o add15.npz
       casper-solve gen sudoku --n 500 --n-test 100 -o sudoku.npz
     """
-    import io as _io
-
-    import numpy as np
-
-    from methodkit.tools.casper.tasks import generate
+    from methodkit.core.memory import guard_memory
+    from methodkit.tools.casper.commands import dataset_npz, gen_summary
+    from methodkit.tools.casper.tasks import dataset_bytes, generate
 
     run = Run.from_context()
     _refuse_terminal_binary(output)
     run.refuse_existing_output(output)
+    guard_memory(dataset_bytes(task, size=size, digits=digits, n=n + n_test), f"a {task} dataset", "--n")
     arrays = generate(task, size=size, digits=digits, n=n, n_test=n_test, seed=seed)
-    buffer = _io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    _write_bytes(output, buffer.getvalue(), run.force)
+    _write_bytes(output, dataset_npz(arrays), run.force)
     if output != "-":
-        summary = {"task": task, "train": n, "test": n_test, "seed": seed, "arrays": sorted(arrays)}
-        summary.update({"size": size} if task == "warcraft" else {"digits": digits} if task == "mnist-add" else {})
-        run.emit_result(summary, output="-")
+        run.emit_result(gen_summary(task, arrays, size=size, digits=digits, n=n, n_test=n_test, seed=seed), output="-")
 
 
 def _load_dataset(run: Run, path: str, task: str | None):
     """The dataset's arrays and its task (checked against --task when given)."""
-    from methodkit.core import io
-    from methodkit.core.errors import DataError
-    from methodkit.tools.casper.tasks import dataset_task
+    from methodkit.tools.casper.commands import dataset_of
 
-    data = run.input_bytes(path)
-    arrays = io.read_arrays(data)
-    found = dataset_task(arrays, data.name)
-    if task is not None and found != task:
-        raise DataError(f"{data.name}: holds a {found} dataset, not {task}; pass --task {found}")
-    return arrays, found
+    return dataset_of(run.input_bytes(path), task)
+
+
+_TASK_OPTION = click.option(
+    "--task", type=click.Choice(TASKS), default=None, help="The dataset's task [default: read from INPUT]."
+)
 
 
 @main.command("train")
 @input_argument()
-@click.option("--task", type=click.Choice(TASKS), default=None, help="The dataset's task [default: read from INPUT].")
+@_TASK_OPTION
 @click.option("--method", type=click.Choice(METHODS), default="casper", show_default=True, help="Training method.")
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True, help="Epochs.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Batch size.")
@@ -385,28 +330,28 @@ def train(
       casper-solve train maps12.npz --calibrate-on maps30.npz -o model.safetensors
       casper-solve train add.npz --task mnist-add --epochs 4 -o add.safetensors
     """
-    import json
     from pathlib import Path
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
+    from methodkit.tools.casper.commands import check_calibration, trained_files
     from methodkit.tools.casper.tasks import train as train_model
 
     run = Run.from_context()
     run.threads()
-    arrays, task = _load_dataset(run, input, task)
+    io.require_input(input)
     if output is None or output == "-":
         raise UsageError("pass -o PATH.safetensors for the trained weights")
-    if calibrate_on and not (task == "warcraft" and method == "casper" and calibrate):
-        raise UsageError("--calibrate-on applies to --task warcraft --method casper with --calibrate only")
+    sidecar = Path(output).with_suffix(".json")
+    run.refuse_existing_output(output, sidecar)
+    arrays, task = _load_dataset(run, input, task)
+    check_calibration(calibrate_on, task, method, calibrate)
     extra = []
     for path in calibrate_on:
         found, found_task = _load_dataset(run, path, None)
         if found_task != "warcraft":
             raise UsageError(f"--calibrate-on {path}: holds a {found_task} dataset, not warcraft")
         extra.append(found)
-    sidecar = Path(output).with_suffix(".json")
-    run.refuse_existing_output(output, sidecar)
     with run.progress() as callback:
         result = train_model(
             task,
@@ -423,13 +368,9 @@ def train(
             time_limit=time_limit,
             progress=callback,
         )
-    from safetensors.torch import save
-
-    weights = save({k: v.contiguous() for k, v in result.model.state_dict().items()})
-    config = {**result.config, "data_sha256": next(iter(run.input_digests.values())), "log": result.log}
+    weights, config = trained_files(result, next(iter(run.input_digests.values())))
     _write_bytes(output, weights, run.force)
-    with io.atomic_write(sidecar, binary=True, force=run.force) as handle:
-        handle.write((json.dumps(config, indent=1) + "\n").encode())
+    _write_bytes(str(sidecar), config, run.force)
     for row in result.log:
         _print_json(row)
     run.write_meta()
@@ -437,7 +378,7 @@ def train(
 
 @main.command("eval")
 @input_argument()
-@click.option("--task", type=click.Choice(TASKS), default=None, help="The dataset's task [default: read from INPUT].")
+@_TASK_OPTION
 @click.option("--method", type=click.Choice(METHODS), default="casper", show_default=True, help="Decode method.")
 @click.option("--model", "model_path", default=None, metavar="PATH", help="Weights from 'train' (required).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Evaluate at most this many test instances.")
@@ -469,32 +410,19 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
       casper-solve eval maps.npz --task warcraft --method casper --model model.safetensors | tail -1
     """
     from methodkit.core import io
-    from methodkit.core.errors import DataError, UsageError
-    from methodkit.tools.casper.models import build
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.casper.commands import eval_scale, load_weights
     from methodkit.tools.casper.tasks import evaluate
 
     run = Run.from_context()
     run.threads()
-    arrays, task = _load_dataset(run, input, task)
+    io.require_input(input)
     if model_path is None:
         raise UsageError("missing option '--model' (weights written by 'casper-solve train')")
     run.refuse_existing_output(output)
-    from safetensors.torch import load
-
-    try:
-        weights = load(run.input_bytes(model_path).data)
-    except DataError:
-        raise
-    except Exception:
-        raise DataError(f"{model_path}: not a safetensors file; train one with 'casper-solve train'") from None
-    model = build(task)
-    try:
-        model.load_state_dict(weights)
-    except RuntimeError:
-        raise DataError(f"{model_path}: these weights are not a {task} model; train one with --task {task}") from None
-    if scale is None:  # Warcraft: the temperature calibrated at this map side
-        paths = arrays.get("test_paths")
-        scale = _sidecar_scale(model_path, paths.shape[1]) if task == "warcraft" and paths is not None else 1.0
+    arrays, task = _load_dataset(run, input, task)
+    model = load_weights(run.input_bytes(model_path).data, model_path, task)
+    scale = eval_scale(scale, task, arrays, model_path)  # Warcraft: the temperature calibrated at this side
     with run.progress() as callback:
         result = evaluate(
             task, method, model, arrays, limit=limit, scale=scale, time_limit=time_limit, progress=callback
@@ -507,18 +435,10 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
 
 
 def _sidecar_scale(model_path: str, side: int) -> float:
-    """The decode temperature stored beside the weights by 'train' for maps of `side`, else 1."""
-    import json
-    from pathlib import Path
+    """The decode temperature stored beside the weights by 'train' (tools/casper/commands.sidecar_scale)."""
+    from methodkit.tools.casper.commands import sidecar_scale
 
-    from methodkit.tools.casper.tasks import decode_scale_for
-
-    sidecar = Path(model_path).with_suffix(".json")
-    try:
-        config = json.loads(sidecar.read_text())
-    except (OSError, ValueError):
-        return 1.0
-    return decode_scale_for(config, side)[0]
+    return sidecar_scale(model_path, side)
 
 
 @main.command("bench")

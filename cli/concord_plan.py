@@ -437,14 +437,13 @@ def cache_group():
 @common_options("output", "force", "quiet", "verbose")
 def cache_stats(folder, **_):
     """Entries, bytes and per-template counts of the cache in DIR."""
+    from contextlib import closing
+
     from methodkit.tools.concord.cache import open_existing
 
     run = Run.from_context()
-    cache = open_existing(folder)
-    try:
+    with closing(open_existing(folder)) as cache:
         run.emit_result(cache.stats())
-    finally:
-        cache.close()
 
 
 @cache_group.command("gc")
@@ -453,16 +452,15 @@ def cache_stats(folder, **_):
 @common_options("output", "force", "quiet", "verbose")
 def cache_gc(folder, older_than_days, **_):
     """Drop entries whose template version or code hash is no longer current."""
+    from contextlib import closing
+
     from methodkit.tools.concord.cache import open_existing
     from methodkit.tools.concord.explain import current_templates
 
     run = Run.from_context()
-    cache = open_existing(folder)
-    try:
+    with closing(open_existing(folder)) as cache:
         removed = cache.gc(current_templates(), None if older_than_days is None else older_than_days * 86400)
         run.emit_result({"removed": removed, **cache.stats()})
-    finally:
-        cache.close()
 
 
 @cache_group.command("clear")
@@ -470,11 +468,10 @@ def cache_gc(folder, older_than_days, **_):
 @common_options("output", "force", "quiet", "verbose")
 def cache_clear(folder, **_):
     """Delete every entry of the cache in DIR."""
+    from contextlib import closing
+
     from methodkit.tools.concord.cache import open_existing
 
     run = Run.from_context()
-    cache = open_existing(folder)
-    try:
+    with closing(open_existing(folder)) as cache:
         run.emit_result({"removed": cache.clear(), **cache.stats()})
-    finally:
-        cache.close()

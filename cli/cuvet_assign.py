@@ -39,46 +39,56 @@ _COST_OPTIONS = [
         "--id", "id_col", metavar="COL", default=None, help="User id column [default: 'id' if present, else the row]."
     ),
 ]
+_FEATURE_OPTIONS = [
+    click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns]."),
+    click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable)."),
+]
+_STRATA_OPTIONS = [
+    click.option(
+        "--strata",
+        metavar="COL",
+        default=None,
+        help="Randomization strata: propensities are arm frequencies within them.",
+    ),
+]
 
 
-def _cost_options(f):
-    for option in reversed(_COST_OPTIONS):
-        f = option(f)
-    return f
+def _options(group):
+    """Apply a group of click options shared by several verbs (sqlite-utils' decorator pattern)."""
+
+    def decorate(f):
+        for option in reversed(group):
+            f = option(f)
+        return f
+
+    return decorate
 
 
-def _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome):
-    """Check the column and cost flags before any data is read (a bad flag fails fast on a large input)."""
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.cuvet.data import CostSpec, parse_arm_costs
+_COSTS = ("treatment", "value", "cost", "arm_costs", "cost_on_outcome")
 
-    if treatment is None:
-        raise UsageError("pass --treatment COL (the arm column)")
-    if value is None:
-        raise UsageError("pass --value COL (the outcome column)")
-    return CostSpec(cost, parse_arm_costs(arm_costs), cost_on_outcome)
+
+def _spec(opts):
+    """The cost flags checked (tools/cuvet/commands.cost_spec) before any data is read."""
+    from methodkit.tools.cuvet.commands import cost_spec
+
+    return cost_spec(*(opts[k] for k in _COSTS))
 
 
 def _parse(run: Run, raw):
-    """The table from INPUT's bytes, read first (a missing file is named before any flag error)."""
+    """The table from INPUT's bytes (read once the flags are checked)."""
     from methodkit.core import io
 
     return io.read_table(raw, run.params.get("in_format"))
 
 
-def _load(run: Run, frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None):
-    from methodkit.tools.cuvet.data import load_rct
+def _load(run: Run, frame, spec, opts, strata=None, columns=True):
+    """INPUT's RCT under the column flags; its warnings on stderr."""
+    from methodkit.tools.cuvet.commands import rct
 
-    feats = [f for f in features.split(",") if f] if features else None
-    data = load_rct(frame, treatment, value, spec, feats, id_col, tuple(exclude))
-    if strata is not None:
-        from methodkit.core.io import require_columns
-
-        require_columns(frame, [strata], "--strata")
-        data.strata = frame[strata].to_numpy()[data.rows]
-    prog = run.tool.split()[0]
+    feats = (opts.get("features"), opts.get("exclude", ())) if columns else (None, ())
+    data = rct(frame, opts["treatment"], opts["value"], spec, opts["id_col"], *feats, strata)
     for message in data.warnings:
-        warn(prog, message)
+        warn(run.tool.split()[0], message)
     return data
 
 
@@ -156,6 +166,9 @@ def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
     run = Run.from_context()
     run.claim_outputs(sidecar or (f"{run.output}.json" if run.output != "-" else None))
     if source == "synthetic":
+        from methodkit.core.memory import guard_memory
+
+        guard_memory(n * synth.SYNTH_BYTES_PER_ROW, f"a synthetic table of {n:,} rows", "--n")
         frame, side = synth.synthetic(n, run.seed, synth.synthetic_truth(truth_seed, regime))
         side = {**side, "treatment": "treatment", "value": "conversion", "cost_on_outcome": True, "seed": run.seed}
     elif source == "thornton":
@@ -173,14 +186,13 @@ def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
 
 @main.command("fit")
 @input_argument()
-@_cost_options
+@_options(_COST_OPTIONS)
 @click.option("--budget", type=float, default=None, help="Total budget for the rows of INPUT.")
 @click.option(
     "--budget-frac", type=float, default=None, help="Budget as a fraction of giving everyone the costliest arm."
 )
 @click.option("--bayes", is_flag=True, help="CUVET-B: hierarchical Bayesian leaves and a cost-feasibility margin.")
-@click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns].")
-@click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable).")
+@_options(_FEATURE_OPTIONS)
 @click.option("--max-depth", type=click.IntRange(0, 12), default=4, show_default=True, help="Tree depth.")
 @click.option(
     "--min-leaf",
@@ -199,46 +211,15 @@ def gen(source, n, regime, truth_seed, unit_cost, with_hiv, sidecar, **_):
     help="Score each split by the best two-level gain it allows (finds interaction-only cohorts; slower).",
 )
 @common_options("output", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
-def fit_cmd(
-    input,
-    treatment,
-    value,
-    cost,
-    arm_costs,
-    cost_on_outcome,
-    id_col,
-    budget,
-    budget_frac,
-    bayes,
-    features,
-    exclude,
-    max_depth,
-    min_leaf,
-    min_arm,
-    no_honest,
-    lookahead,
-    **_,
-):
+def fit_cmd(input, **opts):
     """Grow the tree, fit per-leaf power laws and solve lambda; write the model as JSON.
 
     With -o FILE the model goes there and a one-line summary to stdout; with -o - the model is stdout.
 
-    The tree is grown on half of the rows and pruned on the other half (honest pruning,
-    ours): a split stays only if its children's decisions, scored on the estimation half
-    as value minus lambda times cost, beat the parent's by 1.64 standard errors of that
-    difference (the variance of value minus lambda cost is exact, from the per-arm cross
-    moment). A categorical feature's levels are ordered by their pooled dV/dC at every
-    node, so a cohort made of levels that rank apart elsewhere can still be split off.
-
-    --lookahead (ours) scores each candidate split by its gain plus the best further split
-    of each child (a joint histogram per feature, one row pass each; the second level tries
-    every 4th of 64 thresholds), so a split that pays off only through an interaction
-    below it can be chosen. It is off by default and costs several times the fit time.
-
-    --bayes (CUVET-B, our reading) gives the leaves a hierarchical prior and realizes a
-    leaf's spend on the posterior's frontier: the power law is increasing and concave, so
-    every arm with a positive cost increment is on it, and an arm whose noisy dV falls
-    under a chord is not dropped. What each of these choices is worth, measured: docs/cuvet.md.
+    The tree is grown on half of the rows and pruned on the other half (honest pruning, ours);
+    --lookahead (ours) scores a split by its gain plus the best further split of each child;
+    --bayes (CUVET-B) gives the leaves a hierarchical prior. docs/cuvet.md ("Options in detail")
+    says how each works and what each is worth, measured.
 
     \b
     EXAMPLES
@@ -247,59 +228,48 @@ def fit_cmd(
           --arm-costs 0,1,2,3,4 --cost-on-outcome --budget-frac 0.4 --bayes -o m.json
     """
     from methodkit.core import io
-    from methodkit.core.errors import DataError, UsageError
+    from methodkit.core.threads import hold_blas_to_one_thread, prefer_workqueue
+    from methodkit.tools.cuvet.commands import check_budget, fit_summary
 
     run = Run.from_context()
-    run.threads()
-    from methodkit.core.threads import prefer_workqueue
-
+    io.require_input(input)  # a missing file is named first, the flags checked before it is read
+    if opts["threads"]:  # without -j the count is chosen from the data, before Numba loads
+        run.threads()
+    hold_blas_to_one_thread()  # before NumPy loads, as -j does it: the BLAS never starts a pool
     prefer_workqueue()  # kernels from this thread only; OpenMP's idle workers spun between them (core.threads)
-    raw = run.input_bytes(input)
-    if (budget is None) == (budget_frac is None):
-        raise UsageError("pass exactly one of --budget B and --budget-frac f")
-    if not (budget if budget is not None else budget_frac) > 0:
-        raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
-    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
+    check_budget(opts["budget"], opts["budget_frac"])
+    spec = _spec(opts)
     run.refuse_existing_output()
-    data = _load(run, _parse(run, raw), treatment, value, spec, id_col, features, exclude)
+    data = _load(run, _parse(run, run.input_bytes(input)), spec, opts)
+    if not opts["threads"]:  # no -j: all cores only where the fit has the work for them
+        from methodkit.core.backend import set_threads
+        from methodkit.tools.cuvet.parallel import default_threads
+
+        set_threads(default_threads(data.n, honest=not opts["no_honest"]))
     from methodkit.tools.cuvet.model import fit  # Numba: only once the input is known to be good
     from methodkit.tools.cuvet.tree import TreeParams
 
     with run.progress() as cb:
         model = fit(
             data,
-            budget=budget,
-            budget_frac=budget_frac,
-            use_bayes=bayes,
+            budget=opts["budget"],
+            budget_frac=opts["budget_frac"],
+            use_bayes=opts["bayes"],
             seed=run.seed,
-            params=TreeParams(max_depth, min_leaf, min_arm, lookahead=lookahead),
-            honest=not no_honest,
+            params=TreeParams(opts["max_depth"], opts["min_leaf"], opts["min_arm"], lookahead=opts["lookahead"]),
+            honest=not opts["no_honest"],
             progress=cb,
         )
-    prog = run.tool.split()[0]
     for message in model.warnings[len(data.warnings) :]:
-        warn(prog, message)
+        warn(run.tool.split()[0], message)
     body = model.to_dict()
-    body["data"] = {"treatment": treatment, "value": value, "id": id_col, "dropped": data.dropped}
+    body["data"] = {k: opts[c] for k, c in (("treatment", "treatment"), ("value", "value"), ("id", "id_col"))}
+    body["data"]["dropped"] = data.dropped
     if run.output == "-":
         run.emit_result(body)
         return
     io.write_json(body, run.output, force=run.force, indent=1)
-    run.emit_result(
-        {
-            "model": run.output,
-            "variant": model.variant,
-            "leaves": len(model.leaves),
-            "lambda": model.lam,
-            "budget_per_user": model.budget_per_user,
-            "working_budget": model.working_budget,
-            "planned_spend": sum(lf.share * lf.spend for lf in model.leaves),
-            "beta_root": model.beta_root,
-            "n": data.n,
-            "dropped": data.dropped,
-        },
-        output="-",
-    )
+    run.emit_result(fit_summary(model, data, run.output), output="-")
 
 
 # ---------------------------------------------------------------- assign
@@ -363,11 +333,9 @@ def assign_cmd(model_path, input, budget, id_col, summary, **_):
 @main.command("evaluate")
 @input_argument()
 @click.argument("assignment", required=False, default=None)
-@_cost_options
+@_options(_COST_OPTIONS)
 @click.option("--propensity", metavar="COL", default=None, help="Column of P(observed arm) [default: arm frequencies].")
-@click.option(
-    "--strata", metavar="COL", default=None, help="Randomization strata: propensities are arm frequencies within them."
-)
+@_options(_STRATA_OPTIONS)
 @click.option(
     "--budget", type=float, default=None, help="Total budget for INPUT's rows [default: the planned exp_cost]."
 )
@@ -384,26 +352,7 @@ def assign_cmd(model_path, input, budget, id_col, summary, **_):
     "--dr-folds", type=click.IntRange(min=2), default=5, show_default=True, help="Cross-fitting folds of --dr."
 )
 @common_options("output", "format", "in_format", "seed", "threads", "force", "meta", "quiet", "verbose")
-def evaluate_cmd(
-    input,
-    assignment,
-    treatment,
-    value,
-    cost,
-    arm_costs,
-    cost_on_outcome,
-    id_col,
-    propensity,
-    strata,
-    budget,
-    deterministic,
-    strict,
-    fail_below,
-    n_boot,
-    dr,
-    dr_folds,
-    **_,
-):
+def evaluate_cmd(input, assignment, **opts):
     """IPW value, incremental cost and uplift over the budget-matched uniform policy, with bootstrap CIs.
 
     With --dr, also the doubly robust (AIPW) value and cost: per-arm LightGBM outcome
@@ -418,40 +367,23 @@ def evaluate_cmd(
       cuvet-assign evaluate thornton.parquet assign.parquet --treatment arm --value got --cost tinc --dr
     """
     from methodkit.core import io
-    from methodkit.core.errors import CheckFailed, UsageError
-    from methodkit.tools.cuvet.assign import policy_from_assignment
-    from methodkit.tools.cuvet.baselines import uniform
-    from methodkit.tools.cuvet.evaluate import evaluate, propensities
+    from methodkit.core.errors import UsageError
+    from methodkit.tools.cuvet.commands import check_evaluation, evaluate_assignment
 
     run = Run.from_context()
-    raw = run.input_bytes(input)
+    io.require_input(input)
     if assignment is None:
         raise UsageError("missing ASSIGNMENT (the output of 'cuvet-assign assign')")
-    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
-    frame = _parse(run, raw)
+    spec = _spec(opts)
+    frame = _parse(run, run.input_bytes(input))
     table = io.read_table(run.input_bytes(assignment))
-    data = _load(run, frame, treatment, value, spec, id_col, strata=strata)
-    if propensity is not None:
-        io.require_columns(frame, [propensity], "--propensity")
-    pi, planned = policy_from_assignment(table, data, deterministic, assignment)
-    e = propensities(data, frame[propensity].to_numpy(dtype=float)[data.rows] if propensity else None)
-    per_user = budget / data.n if budget is not None else planned
-    ref = uniform(data, per_user, data.n)
-    result = evaluate(pi, ref, data, per_user, e=e, seed=run.seed, n_boot=n_boot, strict=strict).to_dict()
-    if dr:
-        from methodkit.tools.cuvet.doubly_robust import evaluate_dr
-
-        threads = run.threads()
-        result["dr"] = evaluate_dr(
-            pi, ref, data, e, folds=dr_folds, seed=run.seed, n_boot=n_boot, threads=threads
-        ).to_dict()
+    data = _load(run, frame, spec, opts, strata=opts["strata"], columns=False)
+    keys = ("propensity", "budget", "deterministic", "strict", "n_boot", "dr", "dr_folds")
+    result, per_user = evaluate_assignment(
+        frame, table, data, assignment, seed=run.seed, threads=run.threads, **{k: opts[k] for k in keys}
+    )
     run.emit_result(result)
-    if strict and not result["feasible"]:
-        raise CheckFailed(
-            f"not cost-feasible: cost upper 95% bound {result['cost_ci'][1]:.6g} > budget {per_user:.6g} per user"
-        )
-    if fail_below is not None and not result["uplift_pct"] >= fail_below:
-        raise CheckFailed(f"uplift {result['uplift_pct']:.4g}% is below --fail-below {fail_below:g}")
+    check_evaluation(result, per_user, opts["strict"], opts["fail_below"])
 
 
 # ---------------------------------------------------------------- bench
@@ -459,7 +391,7 @@ def evaluate_cmd(
 
 @main.command("bench")
 @input_argument()
-@_cost_options
+@_options(_COST_OPTIONS)
 @click.option(
     "--methods",
     default="cuvet,cuvet-b,cuvet-lp,cuvet-b-lp,uniform,roi-greedy,lp-tlearner",
@@ -473,35 +405,13 @@ def evaluate_cmd(
 )
 @click.option("--test", "test_path", metavar="PATH", default=None, help="Held-out test table instead of folds.")
 @click.option("--truth", metavar="PATH", default=None, help="Synthetic sidecar JSON: true effects, enables 'oracle'.")
-@click.option(
-    "--strata", metavar="COL", default=None, help="Randomization strata: propensities are arm frequencies within them."
-)
-@click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns].")
-@click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable).")
+@_options(_STRATA_OPTIONS)
+@_options(_FEATURE_OPTIONS)
 @click.option(
     "--dr", is_flag=True, help="Add doubly robust value_dr, cost_dr, feasible_dr (cross-fitted on each test part)."
 )
 @common_options("output", "format", "in_format", "seed", "threads", "device", "force", "meta", "quiet", "verbose")
-def bench_cmd(
-    input,
-    treatment,
-    value,
-    cost,
-    arm_costs,
-    cost_on_outcome,
-    id_col,
-    methods,
-    budgets,
-    seeds,
-    folds,
-    test_path,
-    truth,
-    strata,
-    features,
-    exclude,
-    dr,
-    **_,
-):
+def bench_cmd(input, **opts):
     """Compare CUVET with the baselines over budgets, seeds and folds; one CSV row per run.
 
     Methods: cuvet, cuvet-b (closed-form allocation), cuvet-lp, cuvet-b-lp (their leaf
@@ -511,14 +421,10 @@ def bench_cmd(
     (Numba on the CPU; with --device cuda the vectorized CuPy twin).
 
     --budgets are fractions of the per-user cost of giving everyone the costliest arm: with
-    --truth its true expected value on the test rows (the issue's definition; column
-    budget_basis = true), otherwise its estimate on the training rows (train).
-
-    With --truth, the cuvet and cuvet-b rows also carry leaf_bound: the share of the oracle
-    value that the best policy constant on the model's leaves gets (the exact LP on the
-    true cell-mean probabilities). It separates what the tree's partition allows from what
-    the leaf fits and the allocation make of it; oracle_frac <= leaf_bound whenever the
-    policy is cost-feasible.
+    --truth its true expected value on the test rows (column budget_basis = true), otherwise
+    its estimate on the training rows (train). With --truth, the cuvet and cuvet-b rows also
+    carry leaf_bound, the share of the oracle value that the best policy constant on the
+    model's leaves gets (docs/cuvet.md, "Options in detail").
 
     A summary table (means over seeds and folds) goes to stderr unless -q.
 
@@ -529,60 +435,37 @@ def bench_cmd(
           --treatment treatment --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome \\
           --methods cuvet,cuvet-b,lp-tlearner,uniform,oracle -o syn.csv
     """
+    from methodkit.cli._common import print_frame
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
     from methodkit.tools.cuvet import compare
+    from methodkit.tools.cuvet.commands import bench_choices, bench_splits
 
     run = Run.from_context()
     threads = run.threads()
-    raw = run.input_bytes(input)
-    chosen = [m for m in methods.split(",") if m]
-    unknown = [m for m in chosen if m not in compare.METHODS]
-    if unknown:
-        raise UsageError(f"--methods: unknown {', '.join(unknown)} (known: {', '.join(compare.METHODS)})")
-    try:
-        fracs = [float(b) for b in budgets.split(",") if b]
-    except ValueError:
-        raise UsageError(f"--budgets must be comma-separated fractions, got {budgets!r}") from None
-    if not fracs or any(not 0 < b for b in fracs):
-        raise UsageError(f"--budgets must be positive fractions, got {budgets!r}")
-    spec = _cost_spec(treatment, value, cost, arm_costs, cost_on_outcome)
+    io.require_input(input)
+    chosen, fracs = bench_choices(opts["methods"], opts["budgets"])
+    spec = _spec(opts)
     run.refuse_existing_output()
-    frame = _parse(run, raw)
-    data = _load(run, frame, treatment, value, spec, id_col, features, exclude, strata)
-    truth_doc = run.read_json(truth) if truth else None
-    splits = []
-    for s in range(seeds):
-        if test_path is not None:
-            tframe = io.read_table(run.input_bytes(test_path))
-            test = _load(run, tframe, treatment, value, spec, id_col, features, exclude, strata)
-            splits.append(compare.Split(data, test, tframe.iloc[test.rows], run.seed + s, 0))
-        else:
-            splits += compare.kfold(data, frame.iloc[data.rows], folds, run.seed + s)
+    frame = _parse(run, run.input_bytes(input))
+    data = _load(run, frame, spec, opts, opts["strata"])
+    truth_doc = run.read_json(opts["truth"]) if opts["truth"] else None
+
+    def load_test():
+        tframe = io.read_table(run.input_bytes(opts["test_path"]))
+        return _load(run, tframe, spec, opts, opts["strata"]), tframe
+
+    test = load_test if opts["test_path"] is not None else None
+    splits = bench_splits(data, frame, opts["seeds"], run.seed, opts["folds"], test)
     with run.progress() as cb:
         xp = None
         if run.device() == "cuda":  # the per-user LPs (argmax over arms at every user) run on the GPU
             from methodkit.core.backend import array_module
 
             xp = array_module("cuda")
-        table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads, dr=dr, xp=xp)
+        table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads, dr=opts["dr"], xp=xp)
     if not run.quiet:
-        _print_summary(compare.summary(table))
+        print_frame(compare.summary(table), "cuvet-assign bench (means over seeds and folds)")
     run.emit_table(table)
-
-
-def _print_summary(frame) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from methodkit.cli._common import err_console
-
-    table = Table(title="cuvet-assign bench (means over seeds and folds)")
-    for column in frame.columns:
-        table.add_column(escape(str(column)))
-    for row in frame.itertuples(index=False):
-        table.add_row(*[escape(f"{v:.4g}" if isinstance(v, float) else str(v)) for v in row])
-    err_console().print(table)
 
 
 # ---------------------------------------------------------------- tree

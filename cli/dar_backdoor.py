@@ -33,6 +33,16 @@ def _dataset_options(f):
     return f
 
 
+def _rule_options(help: str):
+    """--rules PATH and --rule-index N, shared by the verbs that use one discovered rule."""
+
+    def decorate(f):
+        f = click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)(f)
+        return click.option("--rules", "rules_path", default=None, metavar="PATH", help=help)(f)
+
+    return decorate
+
+
 def _images(run: Run, path: str, dataset: str | None, split: str, limit: int | None, labels: str | None = None):
     """(x uint8 (N, H, W), y int64, name) from an NPZ INPUT or a built-in set; --labels replaces y."""
     import numpy as np
@@ -191,8 +201,7 @@ def discover_cmd(input, dataset, split, limit, op, window, block, components, di
 @main.command("poison")
 @input_argument()
 @_dataset_options
-@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
-@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@_rule_options("Rules JSONL from discover (required).")
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--budget", type=float, default=0.01, show_default=True, help="Relabels: a count, or a share if < 1.")
 @click.option("--classes", type=click.IntRange(min=2), default=None, help="Class count [max label + 1].")
@@ -237,8 +246,7 @@ def poison_cmd(
 @main.command("apply")
 @input_argument()
 @_dataset_options
-@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL from discover (required).")
-@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@_rule_options("Rules JSONL from discover (required).")
 @click.option("--kappa", type=float, default=0.5, show_default=True, help="0: cell centre, 1: minimal projection.")
 @click.option("--blend", type=float, default=1.0, show_default=True, help="Partial application (0..1).")
 @common_options("output", "force", "meta", "quiet", "verbose")
@@ -336,8 +344,7 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
 @input_argument()
 @_dataset_options
 @click.option("--model", "model_path", default=None, metavar="MODEL", help="A model from train (required).")
-@click.option("--rules", "rules_path", default=None, metavar="PATH", help="Rules JSONL (the DAR trigger).")
-@click.option("--rule-index", type=click.IntRange(min=0), default=0, show_default=True)
+@_rule_options("Rules JSONL (the DAR trigger).")
 @click.option("--trigger", type=click.Choice(["rule", "badnets", "blended"]), default="rule", show_default=True)
 @click.option("--target", type=int, default=0, show_default=True, help="Target class.")
 @click.option("--kappa", type=float, default=0.5, show_default=True)

@@ -87,6 +87,18 @@ def _is_pipe(fd_or_path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+def require_input(path: str | os.PathLike) -> None:
+    """Refuse a missing input (or a folder) by name without reading it: a command checks this, then
+    its flags, then reads, so a missing file is named first and a bad flag fails before a large read."""
+    if str(path) == "-":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise DataError(f"{display_name(path)}: is a directory, expected a file")
+    if not p.exists():
+        raise DataError(f"{display_name(path)}: no such file")
+
+
 def read_input_bytes(path: str | os.PathLike) -> InputBytes:
     """Read a whole input (file or `-`), decompressing .gz/.xz/.bz2 by extension."""
     name = display_name(path)
@@ -96,8 +108,7 @@ def read_input_bytes(path: str | os.PathLike) -> InputBytes:
     else:
         p = Path(path)
         pipe = _is_pipe(p)
-        if p.is_dir():
-            raise DataError(f"{name}: is a directory, expected a file")
+        require_input(path)
         try:
             raw = p.read_bytes()
         except FileNotFoundError:
@@ -171,6 +182,8 @@ def read_table(
         raise DataError(f"{name}: empty input, expected a {kind.upper()} table")
     if kind in ("csv", "tsv"):
         refuse_cut_text(src, kind)
+    if kind == "jsonl":
+        _refuse_ragged_records(src, _jsonl_records(src))  # pandas fills a short or misspelt record with NaN
     buffer = io.BytesIO(src.data)
     try:
         if kind in ("csv", "tsv"):
@@ -388,18 +401,60 @@ def read_json(source: str | os.PathLike | InputBytes):
         raise DataError(f"{src.name}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
 
 
-def read_jsonl(source: str | os.PathLike | InputBytes) -> list:
-    """Read JSON Lines into a list of objects, naming the first malformed line."""
-    src = _as_input(source)
+def _jsonl_records(src: InputBytes) -> list[tuple[int, Any]]:
+    """(line number, value) of every non-blank line: binary data, a file cut short (as for CSV) and
+    the first line that is not JSON are refused, in that order."""
+    text = decode_text(src)
+    refuse_cut_text(src, "jsonl")
     out = []
-    for number, line in enumerate(decode_text(src).splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            out.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise DataError(f"{src.name}: line {number}: invalid JSON ({exc.msg})") from None
     return out
+
+
+def _refuse_ragged_records(src: InputBytes, records: list[tuple[int, Any]]) -> None:
+    """Every record of a JSONL table is an object with the first record's keys: a short record
+    (a key left out) or a ragged one (a key added or misspelt) is named with its line and keys."""
+    keys = None
+    for number, record in records:
+        if not isinstance(record, dict):
+            raise DataError(f"{src.name}: line {number}: expected a JSON object, saw {type(record).__name__}")
+        if keys is None:
+            keys = list(record)
+            continue
+        if record.keys() != set(keys):
+            missing = [k for k in keys if k not in record]
+            extra = [k for k in record if k not in set(keys)]
+            what = "; ".join(
+                part
+                for part in (
+                    f"missing {', '.join(missing)}" if missing else "",
+                    f"unexpected {', '.join(extra)}" if extra else "",
+                )
+                if part
+            )
+            raise DataError(
+                f"{src.name}: line {number}: expected {len(keys)} fields like line {records[0][0]}, "
+                f"saw {len(record)} ({what})"
+            )
+
+
+def read_jsonl(source: str | os.PathLike | InputBytes, *, same_keys: bool = False) -> list:
+    """Read JSON Lines into a list of objects, naming the first malformed line.
+
+    A file whose last line has no newline is refused as cut short (as for tables; a pipe may end
+    without one); with `same_keys` every record must be an object with the first one's keys.
+    """
+    src = _as_input(source)
+    records = _jsonl_records(src)
+    if same_keys:
+        _refuse_ragged_records(src, records)
+    return [record for _, record in records]
 
 
 def jsonable(value):

@@ -228,3 +228,33 @@ def test_project_resolves_the_device_flag(run_cli, folder, grid_program, one_lin
     one_line_error(proc, PROG, "cuda", code=1)
     proc = run_cli([PROG, "project", folder / "scores.npy", "--program", program, "--device", "cpu"])
     assert proc.returncode == 0, proc.stderr
+
+
+def test_flags_are_checked_before_the_input_is_read(run_cli, tmp_path, one_line_error):
+    """issue 22 item 10: the input is garbage, so a flag checked after reading it would be a parse error."""
+    missing = tmp_path / "garbage.npy"
+    missing.write_bytes(bytes(range(256)))
+    one_line_error(run_cli([PROG, "project", missing]), PROG, "missing option '--program'")
+    one_line_error(run_cli([PROG, "train", missing]), PROG, "pass -o PATH.safetensors")
+    one_line_error(run_cli([PROG, "eval", missing]), PROG, "missing option '--model'")
+    (tmp_path / "w.json").write_text("{}\n")
+    proc = run_cli([PROG, "train", missing, "-o", tmp_path / "w.safetensors"])
+    one_line_error(proc, PROG, "w.json")  # the sidecar that exists, before the dataset is read
+    assert "exists" in proc.stderr.decode()
+
+
+def test_gen_refuses_a_dataset_that_cannot_fit_with_the_estimate(run_cli, tmp_path, one_line_error):
+    out = tmp_path / "big.npz"
+    proc = run_cli([PROG, "gen", "warcraft", "--size", "3000", "--n", "100000", "-o", out])
+    one_line_error(proc, PROG, "--n: a warcraft dataset needs about")
+    assert "lower --n" in proc.stderr.decode() and not out.exists()
+
+
+def test_dataset_bytes_grows_with_every_size_flag():
+    from methodkit.tools.casper.tasks import dataset_bytes
+
+    warcraft = dataset_bytes("warcraft", size=12, digits=1, n=100)
+    assert dataset_bytes("warcraft", size=24, digits=1, n=100) > 3.9 * warcraft
+    assert dataset_bytes("warcraft", size=12, digits=1, n=200) == 2 * warcraft
+    assert dataset_bytes("sudoku", size=12, digits=1, n=10) > dataset_bytes("shidoku", size=12, digits=1, n=10)
+    assert dataset_bytes("mnist-add", size=12, digits=15, n=10) > dataset_bytes("mnist-add", size=12, digits=1, n=10)

@@ -380,3 +380,39 @@ def test_garbage_and_binary_inputs(tmp_path):
     (tmp_path / "n.jsonl").write_bytes(b'{"a": 1}\n\x00\x01\n')
     with pytest.raises(DataError, match=r"n\.jsonl: binary data"):
         io.read_jsonl(tmp_path / "n.jsonl")
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"a": 1, "b": 2}\n{"a": 3, "b": 4}', "line 2: the last line has no newline"),
+        (b'{"a": 1, "b": 2}\n{"a": 3}\n', "line 2: expected 2 fields like line 1, saw 1 (missing b)"),
+        (
+            b'{"a": 1, "b": 2}\n\n{"a": 3, "c": 4}\n',
+            "line 3: expected 2 fields like line 1, saw 2 (missing b; unexpected c)",
+        ),
+        (
+            b'{"a": 1, "b": 2}\n{"a": 3, "b": 4, "c": 5}\n',
+            "line 2: expected 2 fields like line 1, saw 3 (unexpected c)",
+        ),
+        (b'{"a": 1}\n[1]\n', "line 2: expected a JSON object, saw list"),
+        (b'{"a": 1}\n{"a": \n', "line 2: invalid JSON"),
+    ],
+)
+def test_short_and_ragged_jsonl_records_are_refused(tmp_path, content, message):
+    (tmp_path / "t.jsonl").write_bytes(content)
+    with pytest.raises(DataError) as info:
+        io.read_table(tmp_path / "t.jsonl")
+    assert info.value.message.startswith(f"{tmp_path / 't.jsonl'}: {message}")
+    if b"[1]" not in content:
+        with pytest.raises(DataError) as info:
+            io.read_jsonl(tmp_path / "t.jsonl", same_keys=True)
+        assert info.value.message.startswith(f"{tmp_path / 't.jsonl'}: {message}")
+
+
+def test_jsonl_from_a_pipe_may_end_without_a_newline(tmp_path):
+    src = io.InputBytes(b'{"a": 1}\n{"a": 2}', "<stdin>", "", True)
+    assert io.read_table(src, "jsonl")["a"].tolist() == [1, 2]
+    assert io.read_jsonl(src) == [{"a": 1}, {"a": 2}]
+    (tmp_path / "h.jsonl").write_bytes(b'{"a": 1}\n{"b": 2}\n')
+    assert io.read_jsonl(tmp_path / "h.jsonl") == [{"a": 1}, {"b": 2}]  # records of a list may differ

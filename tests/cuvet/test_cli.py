@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -109,3 +110,45 @@ def test_bad_inputs_exit_2_and_keep_outputs(run_cli, synthetic, tmp_path, one_li
 def test_head_is_quiet(shell, synthetic):
     proc = shell("cuvet-assign gen synthetic --n 2000 | head -1")
     assert proc.stderr == b"" and proc.stdout.startswith(b"id,")
+
+
+def test_flags_are_checked_before_the_input_is_read(run_cli, tmp_path, one_line_error):
+    """issue 22 item 10: the input is garbage, so a flag checked after reading it would be a parse error."""
+    missing = tmp_path / "garbage.csv"
+    missing.write_bytes(bytes(range(256)))
+    one_line_error(run_cli([PROG, "fit", missing, "--budget-frac", "0.4"]), PROG, "pass --treatment COL")
+    one_line_error(run_cli([PROG, "fit", missing, "--treatment", "t"]), PROG, "pass exactly one of --budget")
+    one_line_error(run_cli([PROG, "bench", missing, "--value", "v"]), PROG, "pass --treatment COL")
+    proc = run_cli([PROG, "evaluate", missing, tmp_path / "a.csv", "--treatment", "t"])
+    one_line_error(proc, PROG, "pass --value COL")
+
+
+def test_gen_refuses_a_table_that_cannot_fit_with_the_estimate(run_cli, tmp_path, one_line_error):
+    out = tmp_path / "big.parquet"
+    proc = run_cli([PROG, "gen", "synthetic", "--n", str(10**13), "-o", out])
+    one_line_error(proc, PROG, "--n: a synthetic table of 10,000,000,000,000 rows needs about")
+    assert "lower --n" in proc.stderr.decode() and not out.exists() and not (tmp_path / "big.parquet.json").exists()
+
+
+def test_default_threads_parallel_only_with_chunks_of_rows(run_cli, synthetic):
+    """No -j: one thread until the histogram has two chunks of rows per tree half (bench/threads)."""
+    from methodkit.tools.cuvet.parallel import CHUNK_ROWS, default_threads
+
+    assert default_threads(20000) == 1
+    assert default_threads(4 * CHUNK_ROWS - 2) == 1 and default_threads(4 * CHUNK_ROWS) == 0
+    assert default_threads(2 * CHUNK_ROWS, honest=False) == 0
+    script = (
+        "import sys\n"
+        "from methodkit.cli.cuvet_assign import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+        "import numba\n"
+        "print(numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(), file=sys.stderr)\n"
+    )
+    args = ["fit", synthetic / "s.csv", *SYN, "--budget-frac", "0.4", "--max-depth", "1", "-o", "-", "-q"]
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("NUM_THREADS")}
+    proc = subprocess.run([sys.executable, "-P", "-c", script, *map(str, args)], capture_output=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().split()[-2:] == ["1", "1"], proc.stderr  # 6,000 rows: the -j 1 pool

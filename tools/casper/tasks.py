@@ -30,20 +30,8 @@ import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
 from methodkit.core.progress import silent
+from methodkit.tools.casper.names import METHODS, TASKS  # noqa: F401 (the names live where --help can read them)
 
-TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
-METHODS = (
-    "casper",
-    "unconstrained",
-    "sl-sample",
-    "sl-exact",
-    "pyepo-dbb",
-    "pyepo-pfyl",
-    "pyepo-imle",
-    "pyepo-fw",
-    "pishield",
-    "deepproblog",
-)
 METHOD_TASKS = {  # baselines that only apply to some tasks
     "sl-sample": ("warcraft",),
     "sl-exact": ("warcraft",),
@@ -62,6 +50,25 @@ SL_SAMPLES = 64
 
 
 # ---------------------------------------------------------------- data
+
+
+# The arrays of a dataset live three times at the peak: as generated, in the compressed NPZ's
+# buffer (zlib works per array, but np.savez holds the archive in memory) and as the bytes written.
+_PEAK_COPIES = 3
+
+
+def dataset_bytes(task: str, *, size: int, digits: int, n: int) -> int:
+    """Peak memory of generating and writing `n` instances of `task` (for core.memory.guard_memory)."""
+    if task == "warcraft":
+        from methodkit.tools.casper.warcraft import TILE
+
+        per = 3 * (TILE * size) ** 2 + 6 * size**2  # RGB image + types, paths (uint8) and float32 costs
+    elif task in ("sudoku", "shidoku"):
+        side = 4 if task == "shidoku" else 9
+        per = side * side * (1 + 1 + 64)  # solution, given mask, one 8x8 digit image per cell
+    else:
+        per = 8 * (5 * digits + 1) * 2  # a, b, a_img, b_img, s (int64), plus the draw's offsets
+    return _PEAK_COPIES * per * n
 
 
 def generate(task: str, *, size: int, digits: int, n: int, n_test: int, seed: int) -> dict:

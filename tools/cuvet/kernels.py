@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
+from methodkit.tools.cuvet.parallel import CHUNK_ROWS
+
 N_STATS = 5
 BETA_MIN = 0.05
 W_MIN = 1e-6
@@ -35,7 +37,7 @@ def _node_histogram(codes_t, rows, t, y, z, n_bins, n_arms, threads):
     """
     d = codes_t.shape[0]
     m = rows.shape[0]
-    n_chunks = max(1, min(threads, m // 65536))
+    n_chunks = max(1, min(threads, m // CHUNK_ROWS))
     per = (m + n_chunks - 1) // n_chunks
     parts = np.zeros((n_chunks, d, n_bins, n_arms, N_STATS))
     for c in prange(n_chunks):
