@@ -506,12 +506,13 @@ def predict(input, checkpoint, **_):
     from methodkit.tools.chess_wm.predict import predict_lines
     from methodkit.tools.chess_wm.training import checkpoint_path, load_model
 
-    if not checkpoint:
-        raise UsageError("--checkpoint is required (a run folder from 'chess-wm train')")
-    checkpoint_path(checkpoint)
+    if checkpoint:
+        checkpoint_path(checkpoint)  # a missing run folder is named before the input is read
     _require_chess()
     run = Run.from_context()
     text = run.input_bytes(input).data.decode("utf-8", errors="replace")
+    if not checkpoint:  # after INPUT, so that a missing input file is reported first (the contract)
+        raise UsageError("--checkpoint is required (a run folder from 'chess-wm train')")
     run.threads(default=1)
     device = run.torch_device()
     model, _, data_spec = load_model(checkpoint, device=device)
