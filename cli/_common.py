@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from methodkit.core.errors import MethodkitError, UsageError
+from methodkit.core.errors import MethodkitError, RunFailure, UsageError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl", "json")
@@ -280,11 +280,30 @@ def input_argument(name: str = "input", required: bool = False):
     return click.argument(name, default="-", required=required, metavar=name.upper())
 
 
-def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS, output_kind: str = "file"):
+def option_group(*options):
+    """One decorator applying several click options, listed in their --help order (sqlite-utils' pattern):
+    verbs that share options declare them once, `@my_options` on each."""
+
+    def deco(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return deco
+
+
+def common_options(
+    *names: str,
+    formats=TABLE_FORMATS,
+    in_formats=TABLE_FORMATS,
+    output_kind: str = "file",
+    threads_default: str = "all cores",
+):
     """Add the named shared options (order of the names is the order in --help).
 
     output_kind: "file" (-o is a file), "folder" (a run folder: non-empty needs --force or
-    --resume) or "unchecked" (the command checks -o itself).
+    --resume) or "unchecked" (the command checks -o itself). threads_default: what -j 0 means
+    for the command, in words (Run.threads(default=...) applies it).
     """
     output_type = {"file": OutputPath(), "folder": OutputPath(folder=True), "unchecked": click.STRING}[output_kind]
     factories = {
@@ -317,7 +336,12 @@ def common_options(*names: str, formats=TABLE_FORMATS, in_formats=TABLE_FORMATS,
             "--device", type=click.Choice(DEVICES), default="auto", show_default=True, help="Where to compute."
         ),
         "threads": lambda: click.option(
-            "-j", "--threads", type=click.IntRange(min=0), default=0, show_default=True, help="Threads (0 = all cores)."
+            "-j",
+            "--threads",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            help=f"Threads (0 = {threads_default}).",
         ),
         "meta": lambda: click.option(
             "--meta",
@@ -418,11 +442,33 @@ class Run:
 
         return resolve_device(self.params.get("device", "cpu"))
 
-    def threads(self) -> int:
-        """Apply -j/--threads and return the thread count in force."""
+    def torch_device(self) -> str:
+        """--device for torch: auto picks CUDA when torch sees a GPU; cuda without one exits 1."""
+        import torch
+
+        want = self.params.get("device", "auto")
+        if want == "cuda" and not torch.cuda.is_available():
+            raise RunFailure("--device cuda: torch sees no CUDA device; use --device cpu")
+        if want == "auto":
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        return want
+
+    def threads(self, default: int | str | None = None) -> int:
+        """Apply -j/--threads and return the thread count in force.
+
+        `default` is what -j 0 (no -j) means for this command: None all cores, an int that many, "idle"
+        the cores not busy now (core.threads.idle_cores; only where results do not depend on it). Say it
+        in the option's help (common_options(threads_default=...))."""
         from methodkit.core.backend import set_threads
 
-        return set_threads(self.params.get("threads", 0))
+        n = self.params.get("threads", 0) or 0
+        if n == 0 and default == "idle":
+            from methodkit.core.threads import idle_cores
+
+            n = idle_cores()
+        elif n == 0 and default is not None:
+            n = int(default)
+        return set_threads(n)
 
     # ---- input
     def input_bytes(self, path: str):

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
+
+FIT_COMMON = ("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
+# The filters' results do not depend on the thread count (tools/cbf/threads.py), so the default may follow
+# the load: all cores on an idle machine, one on a busy one (all cores there: 1.2-1.4x slower than -j 1).
+IDLE_CORES = "the cores idle now"
 
 DEMO = [
     DemoStep(
@@ -19,28 +24,24 @@ DEMO = [
 ]
 
 
-def data_options(f):
-    for option in reversed(
-        [
-            click.option(
-                "--import",
-                "importer",
-                type=click.Choice(["table", "stovol-mat"]),
-                default="table",
-                show_default=True,
-                help="INPUT is the long table, or Piray & Daw's data.mat.",
-            ),
-            click.option(
-                "--clip",
-                default="10,90",
-                show_default=True,
-                metavar="LO,HI",
-                help="Response range (responses outside it are an error).",
-            ),
-        ]
-    ):
-        f = option(f)
-    return f
+# how INPUT is read (fit, signals, analyze)
+data_options = option_group(
+    click.option(
+        "--import",
+        "importer",
+        type=click.Choice(["table", "stovol-mat"]),
+        default="table",
+        show_default=True,
+        help="INPUT is the long table, or Piray & Daw's data.mat.",
+    ),
+    click.option(
+        "--clip",
+        default="10,90",
+        show_default=True,
+        metavar="LO,HI",
+        help="Response range (responses outside it are an error).",
+    ),
+)
 
 
 def read_cohort(run: Run, path: str, importer: str, clip: str):
@@ -183,7 +184,7 @@ def main():
 )
 @click.option("--timing", is_flag=True, help="Add a 'seconds' column (wall time per subject; not reproducible).")
 @learner_options
-@common_options("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
+@common_options(*FIT_COMMON, threads_default=IDLE_CORES)
 def fit(
     input,
     importer,
@@ -203,16 +204,16 @@ def fit(
     **params,
 ):
     """Fit one model per subject; write the params table (-o) and a one-line JSON summary."""
-    import math
     import time
 
     from methodkit.cli._common import warn
     from methodkit.core import io
     from methodkit.tools.cbf import fit as fitmod
     from methodkit.tools.cbf.forward import ResponseModel
+    from methodkit.tools.cbf.runs import edge_warning, fit_summary
 
     run = Run.from_context()
-    run.threads()
+    run.threads(default="idle")
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
     opts = fitmod.FitOptions(
@@ -237,66 +238,24 @@ def fit(
     # wall time breaks byte-identical reruns, so it is a column only on request
     table = result.table if timing else result.table.drop(columns=["seconds"])
     if model == "cbf":
-        edge = _edge_warning(cohort, table, grid, fopts)
+        edge = edge_warning(cohort, table, grid, fopts)
         if edge:
             warn(run.tool.split()[0], edge)
     if run.output == "-":
         run.emit_table(table)
     else:
         io.write_table(table, run.output, run.fmt, force=run.force)
-        summary = {
-            "model": model,
-            "n_subjects": len(table),
-            "n_failed": len(result.failed),
-            "failed": result.failed,
-            "converged": int(table["converged"].sum()),
-            "median_loglik": float(table["loglik"].median()),
-            "seconds": round(time.perf_counter() - started, 2),
-        }
-        if model == "cbf":
-            summary["median_D"] = float(table["D"].median())
-        summary = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in summary.items()}
+        summary = fit_summary(model, table, result.failed, time.perf_counter() - started)
         run.emit_result(summary, output="-")
     fitmod.check_failures(result)
 
 
-def _edge_warning(cohort, table, grid, fopts) -> str | None:
-    """Warn when a grid end node at the edge of the range carries > 0.5 of the posterior mass."""
-    import numpy as np
-
-    from methodkit.tools.cbf.signals import cbf_nodes, mixture_signals
-
-    ok = ~table["failed"].to_numpy()
-    if not ok.any():
-        return None
-    sub = cohort.subset(np.flatnonzero(ok))
-    values = {c: table.loc[ok, c].to_numpy(float) for c in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
-    vn, sn = cbf_nodes(values, grid)
-    sig = mixture_signals(sub, vn, sn, fopts)
-    near = (np.abs(np.log(vn[:, [0, -1]]) - np.log(grid.v_range)).min(1) < 0.05) | (
-        np.abs(np.log(sn[:, [0, -1]]) - np.log(grid.s_range)).min(1) < 0.05
-    )
-    flagged = np.flatnonzero((sig.edge_mass > 0.5) & near)
-    if flagged.size:
-        return f"{flagged.size} subjects end a block with > 0.5 posterior mass on a grid end node; widen --v-range/--s-range"
-    return None
-
-
 def _read_params(run: Run, path: str | None):
-    """The --params table; checked after INPUT so that a missing input is reported first."""
-    from methodkit.core.errors import UsageError
+    """The --params table and its model; read after INPUT so that a missing input is reported first."""
+    from methodkit.tools.cbf.runs import params_model, require_params_path
 
-    if not path:
-        raise UsageError("--params is required: pass the table written by 'cbf-fit fit'")
-    return run.read_table(path)
-
-
-def _params_model(table, name: str) -> str:
-    from methodkit.core.errors import DataError
-
-    if "model" not in table.columns:
-        raise DataError(f"{name}: no 'model' column; is it a params table written by 'cbf-fit fit'?")
-    return str(table["model"].iloc[0])
+    table = run.read_table(require_params_path(path))
+    return table, params_model(table, path)
 
 
 @main.command("signals")
@@ -313,17 +272,16 @@ def _params_model(table, name: str) -> str:
     help="Particle-filter runs averaged (pf models).",
 )
 @learner_options
-@common_options("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
+@common_options(*FIT_COMMON, threads_default=IDLE_CORES)
 def signals(input, importer, clip, params_path, runs, **params):
     """Write trial-wise latent signals of the fitted model (pred_mean, pred_var, lr, vol_mean, sto_mean, ambiguity, entropy)."""
     from methodkit.tools.cbf import signals as sigmod
 
     run = Run.from_context()
-    run.threads()
+    run.threads(default="idle")
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
-    table = _read_params(run, params_path)
-    model = _params_model(table, params_path)
+    table, model = _read_params(run, params_path)
     values = sigmod.params_values(table, model, cohort.subjects, params_path)
     device = run.device() if model in ("pf-beta", "pf-hpl") else "cpu"
     sig = sigmod.model_signals(
@@ -376,31 +334,17 @@ def signals(input, importer, clip, params_path, runs, **params):
 @common_options("in_format", "output", "force", "seed", "meta", "quiet", "verbose")
 def analyze(input, importer, clip, params_path, signals_path, compare_path, out_path, **params):
     """Learning-rate GLM, phenotype cross-over test and ambiguity -> RT regression; JSON on stdout."""
-    import numpy as np
-
     from methodkit.core import io
-    from methodkit.core.errors import DataError
     from methodkit.tools.cbf import analyze as anmod
     from methodkit.tools.cbf import signals as sigmod
+    from methodkit.tools.cbf.runs import ambiguity_from_table
 
     run = Run.from_context()
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
-    table = _read_params(run, params_path)
-    model = _params_model(table, params_path)
+    table, model = _read_params(run, params_path)
     if signals_path:
-        frame = run.read_table(signals_path)
-        io.require_columns(frame, ["subject", "block", "trial", "ambiguity"])
-        index = {s: i for i, s in enumerate(cohort.subjects)}
-        amb = np.full(cohort.outcome.shape, np.nan)
-        subj = frame["subject"].astype(str).map({str(k): v for k, v in index.items()})
-        if subj.isna().any():
-            raise DataError(f"{signals_path}: subject {frame['subject'][subj.isna()].iloc[0]} is not in the data")
-        b = frame["block"].to_numpy(int) - 1
-        t = frame["trial"].to_numpy(int) - 1
-        if (b >= amb.shape[1]).any() or (t >= amb.shape[2]).any() or (b < 0).any() or (t < 0).any():
-            raise DataError(f"{signals_path}: block/trial numbers outside the data's")
-        amb[subj.to_numpy(int), b, t] = frame["ambiguity"].to_numpy(float)
+        amb = ambiguity_from_table(run.read_table(signals_path), cohort, signals_path)
     else:
         values = sigmod.params_values(table, model, cohort.subjects, params_path)
         amb = sigmod.model_signals(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
 
 ARCH_CHOICES = ("transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2")
 SIZE_CHOICES = ("d64", "d128", "d256", "d384", "d512")
 KERNEL_CHOICES = ("auto", "chunk", "recurrent", "numba")
+# torch's intra-op threads cost more than they gave on these models' small ops (d64 train: 3.9x slower
+# than one thread at the default of all cores, bench/threads/threads.txt); -j N asks for them.
+ONE_TORCH_THREAD = "1 thread"
 
 DEMO = [
     DemoStep(
@@ -28,20 +31,6 @@ def _require_chess():
     from methodkit.core.errors import require
 
     require("chess", "chess")
-
-
-def _torch_device(run: Run) -> str:
-    """--device for torch: auto picks CUDA when torch sees a GPU; cuda without one exits 1."""
-    import torch
-
-    from methodkit.core.errors import RunFailure
-
-    want = run.params.get("device", "auto")
-    if want == "cuda" and not torch.cuda.is_available():
-        raise RunFailure("--device cuda: torch sees no CUDA device; use --device cpu")
-    if want == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return want
 
 
 def _out_dir_option(help_text: str, required: bool = True):
@@ -66,38 +55,34 @@ def _ep_option(f):
     )(f)
 
 
-def _data_options(f):
-    for option in reversed(
-        [
-            click.option(
-                "--format",
-                "data_format",
-                type=click.Choice(("npz", "jsonl")),
-                default="npz",
-                show_default=True,
-                help="NPZ shards, or one JSONL file in the official repository's schema.",
-            ),
-            _ep_option,
-            click.option(
-                "--min-fullmoves", type=click.IntRange(min=0), default=10, show_default=True, help="Drop shorter games."
-            ),
-            click.option(
-                "--max-plies",
-                type=click.IntRange(min=1),
-                default=None,
-                help="Truncate longer games (counted in the summary) [default: keep whole games].",
-            ),
-            click.option(
-                "--games-per-shard",
-                type=click.IntRange(min=1),
-                default=4096,
-                show_default=True,
-                help="Games per NPZ shard.",
-            ),
-        ]
-    ):
-        f = option(f)
-    return f
+# how games become a data folder (build, random)
+_data_options = option_group(
+    click.option(
+        "--format",
+        "data_format",
+        type=click.Choice(("npz", "jsonl")),
+        default="npz",
+        show_default=True,
+        help="NPZ shards, or one JSONL file in the official repository's schema.",
+    ),
+    _ep_option,
+    click.option(
+        "--min-fullmoves", type=click.IntRange(min=0), default=10, show_default=True, help="Drop shorter games."
+    ),
+    click.option(
+        "--max-plies",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Truncate longer games (counted in the summary) [default: keep whole games].",
+    ),
+    click.option(
+        "--games-per-shard",
+        type=click.IntRange(min=1),
+        default=4096,
+        show_default=True,
+        help="Games per NPZ shard.",
+    ),
+)
 
 
 @tool_group(name="chess-wm")
@@ -199,10 +184,15 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
     From the start position a uniformly random legal move is played until the game is over
     with draw claims (python-chess is_game_over(claim_draw=True)); games under
     --min-fullmoves are replaced by the next seeds. With --max-plies a game stops there.
+    A --max-plies below 2 x --min-fullmoves is refused (exit 2); after 1000 short games
+    in a row --min-fullmoves is taken as unreachable (exit 1).
     """
     from methodkit.core import io
     from methodkit.tools.chess_wm.data import write_games
+    from methodkit.tools.chess_wm.lengths import check_length_flags, engine_cap, guard_random_memory
 
+    check_length_flags(min_fullmoves, max_plies, engine_cap(engine, max_plies))
+    guard_random_memory(games, games_per_shard, max_plies, all_in_memory=bool(pgn_path))
     _require_chess()
     run = Run.from_context()
     run.refuse_existing_output(pgn_path)
@@ -290,22 +280,16 @@ def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature,
     """
     from methodkit.core import io
     from methodkit.core.errors import UsageError
+    from methodkit.tools.chess_wm.generate import SelfplayOptions, parse_nodes, selfplay_pgn
 
     _require_chess()
     run = Run.from_context()
     if data_dir is not None and engine != "numba":
         raise UsageError("--data needs --engine numba (pipe the PGN of other engines into 'chess-wm build -')")
-    try:
-        low, high = (int(v) for v in nodes.split(","))
-        if not 0 < low <= high:
-            raise ValueError
-    except ValueError:
-        raise UsageError(f"--nodes must be MIN,MAX with 0 < MIN <= MAX, got {nodes!r}") from None
+    low, high = parse_nodes(nodes)
     if engine == "numba":
         _selfplay_numba(run, games, book, max_plies, temperature, data_dir, ep)
         return
-    from methodkit.tools.chess_wm.generate import SelfplayOptions, selfplay_pgn
-
     opts = SelfplayOptions(
         book=book or None,
         engine=engine,
@@ -323,44 +307,41 @@ def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature,
 
 def _selfplay_numba(run: Run, games, book, max_plies, temperature, data_dir, ep) -> None:
     from methodkit.core import io
-    from methodkit.tools.chess_wm import engine as numba_engine
     from methodkit.tools.chess_wm.data import write_games
-    from methodkit.tools.chess_wm.generate import pgn_of_games
+    from methodkit.tools.chess_wm.generate import numba_book_games, pgn_of_games
 
-    polyglot = numba_engine.load_book(book) if book else None
-    params = numba_engine.HeuristicParams(temperature=temperature)
-    produced = numba_engine.book_games(games, run.seed, book=polyglot, max_plies=max_plies, params=params, ep=ep)
-    if data_dir is None:
-        with run.progress() as cb:
-            played = []
-            for game in produced:
-                played.append(game)
-                cb("selfplay", len(played), games)
-        run.write_meta()
-        with io.atomic_write(run.output, force=run.force) as handle:
-            handle.write("".join(pgn_of_games(played, "chess-wm selfplay (synthetic human-proxy, numba)")).encode())
-        return
-    kept: list = []  # the games, when -o also asks for their PGN
-
-    def keep(stream):
-        for game in stream:
-            kept.append(game)
-            yield game
-
+    produced = numba_book_games(games, run.seed, book, max_plies, temperature, ep)
+    kept: list = []  # the games, when -o asks for their PGN
+    if run.output != "-" or data_dir is None:
+        produced = _kept(produced, kept)
     with run.progress() as cb:
-        stats = write_games(
-            data_dir,
-            keep(produced) if run.output != "-" else produced,
-            source="book-numba",
-            ep=ep,
-            force=run.force,
-            extra={"seed": run.seed, "engine": "numba", "book": book or None, "temperature": temperature},
-            on_game=lambda k: cb("selfplay", k, games),
-        )
-    if run.output != "-":
+        if data_dir is None:
+            for k, _ in enumerate(produced, 1):
+                cb("selfplay", k, games)
+        else:
+            extra = {"seed": run.seed, "engine": "numba", "book": book or None, "temperature": temperature}
+            stats = write_games(
+                data_dir,
+                produced,
+                source="book-numba",
+                ep=ep,
+                force=run.force,
+                extra=extra,
+                on_game=lambda k: cb("selfplay", k, games),
+            )
+    if data_dir is None:
+        run.write_meta()
+    if data_dir is None or run.output != "-":
         with io.atomic_write(run.output, force=run.force) as handle:
             handle.write("".join(pgn_of_games(kept, "chess-wm selfplay (synthetic human-proxy, numba)")).encode())
-    run.emit_result({"output": data_dir, "source": "book-numba", **stats.to_dict()}, output="-")
+    if data_dir is not None:
+        run.emit_result({"output": data_dir, "source": "book-numba", **stats.to_dict()}, output="-")
+
+
+def _kept(stream, kept: list):
+    for game in stream:
+        kept.append(game)
+        yield game
 
 
 # ---------------------------------------------------------------- models
@@ -398,33 +379,8 @@ def _selfplay_numba(run: Run, games, book, max_plies, temperature, data_dir, ep)
     metavar="GRID.json",
     help="Run a grid (lr, weight_decay, warmup, beta2, min_lr_ratio lists).",
 )
-@common_options("seed", "device", "threads", "force", "meta", "quiet", "verbose")
-def train(
-    data,
-    out_dir,
-    arch,
-    size,
-    kernel,
-    val_paths,
-    steps,
-    epochs,
-    batch_size,
-    lr,
-    weight_decay,
-    beta1,
-    beta2,
-    warmup,
-    min_lr_ratio,
-    clip,
-    dropout,
-    max_plies,
-    log_every,
-    val_games,
-    checkpoint_every,
-    resume,
-    sweep_path,
-    **_,
-):
+@common_options("seed", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD)
+def train(data, out_dir, arch, size, kernel, val_paths, dropout, resume, sweep_path, **params):
     """Train a world model on data folders (from build/random) and print the final JSON.
 
     The loss is the mean cross-entropy over the 75 labels and every non-padded step.
@@ -441,26 +397,10 @@ def train(
     from methodkit.tools.chess_wm.models import ModelConfig
     from methodkit.tools.chess_wm.training import TrainOptions, sweep, train_model
 
-    run.threads()
-    device = _torch_device(run)
+    run.threads(default=1)
+    device = run.torch_device()
     cfg = ModelConfig(arch=arch, size=size, dropout=dropout, kernel=kernel)
-    opts = TrainOptions(
-        steps=steps,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        weight_decay=weight_decay,
-        beta1=beta1,
-        beta2=beta2,
-        warmup=warmup,
-        min_lr_ratio=min_lr_ratio,
-        clip=clip,
-        log_every=log_every,
-        checkpoint_every=checkpoint_every,
-        max_plies=max_plies,
-        val_games=val_games,
-        seed=run.seed,
-    )
+    opts = TrainOptions.from_params(params, seed=run.seed)
     with run.progress() as cb:
         if sweep_path:
             grid = run.read_json(sweep_path)
@@ -514,7 +454,9 @@ def train(
 @click.option("--max-plies", type=click.IntRange(min=1), default=None, help="Truncate games to this many plies.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Games per batch.")
 @click.option("--kernel", type=click.Choice(KERNEL_CHOICES), default=None, help="Override the scan kernel.")
-@common_options("output", "format", "device", "threads", "force", "meta", "quiet", "verbose")
+@common_options(
+    "output", "format", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD
+)
 def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, kernel, **_):
     """Evaluate checkpoints on named data sets (NAME=DIR) and print a TSV table.
 
@@ -524,10 +466,13 @@ def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, 
     prefix bins.
     """
     from methodkit.tools.chess_wm.evaluation import evaluate_many
+    from methodkit.tools.chess_wm.training import checkpoint_path
 
+    for path in checkpoints:
+        checkpoint_path(path)
     run = Run.from_context()
-    run.threads()
-    device = _torch_device(run)
+    run.threads(default=1)
+    device = run.torch_device()
     with run.progress() as cb:
         frame = evaluate_many(
             checkpoints,
@@ -547,7 +492,7 @@ def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, 
 @main.command("predict")
 @input_argument()
 @click.option("--checkpoint", default=None, metavar="PATH", help="Run folder or .safetensors (required).")
-@common_options("output", "device", "threads", "force", "meta", "quiet", "verbose")
+@common_options("output", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD)
 def predict(input, checkpoint, **_):
     """Predict the state after every prefix of UCI move lines (one game per line) as JSONL.
 
@@ -559,15 +504,17 @@ def predict(input, checkpoint, **_):
     from methodkit.core import io
     from methodkit.core.errors import UsageError
     from methodkit.tools.chess_wm.predict import predict_lines
-    from methodkit.tools.chess_wm.training import load_model
+    from methodkit.tools.chess_wm.training import checkpoint_path, load_model
 
+    if checkpoint:
+        checkpoint_path(checkpoint)  # a missing run folder is named before the input is read
     _require_chess()
     run = Run.from_context()
     text = run.input_bytes(input).data.decode("utf-8", errors="replace")
-    if not checkpoint:
+    if not checkpoint:  # after INPUT, so that a missing input file is reported first (the contract)
         raise UsageError("--checkpoint is required (a run folder from 'chess-wm train')")
-    run.threads()
-    device = _torch_device(run)
+    run.threads(default=1)
+    device = run.torch_device()
     model, _, data_spec = load_model(checkpoint, device=device)
     records = predict_lines(model, text.splitlines(), data_spec.get("ep", "potential"), device=device)
     run.write_meta()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, option_group, tool_group
 
 DEMO = [
     DemoStep(
@@ -82,7 +82,7 @@ def main():
 
 def _data(run: Run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, seed):
     from methodkit.core import datasets as registry
-    from methodkit.core.io import require_columns
+    from methodkit.tools.clapping.config import select_columns
 
     split = [c for c in (categorical or "").split(",") if c]
     if task == "digits":
@@ -97,15 +97,7 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
             frame = registry.load(dataset)
         else:
             frame = run.read_table(input)
-        if not target:
-            raise click.UsageError("--task mlp-csv needs --target COLUMN")
-        require_columns(frame, [target, *split], flag="--target/--categorical")  # before torch is imported
-        if columns:
-            keep = [c for c in columns.split(",") if c]
-            require_columns(frame, keep + [target], flag="--columns")
-            source = frame.attrs.get("source")
-            frame = frame[keep + [target]]
-            frame.attrs["source"] = source
+        frame = select_columns(frame, target, columns, split)  # before torch is imported
         from methodkit.tools.clapping import tasks
 
         return tasks.table_data(frame, target, split, seed, dropna=dropna)
@@ -118,25 +110,41 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
     return tasks.text_data(text, seq, seed)
 
 
+# the model's shape, shared by `run` and `plan`
+model_options = option_group(
+    click.option(
+        "--task",
+        type=click.Choice(["digits", "mlp-csv", "charlm"]),
+        default="digits",
+        show_default=True,
+        help="What to train (the model family).",
+    ),
+    click.option("--stages", type=click.IntRange(min=1), default=4, show_default=True, help="Pipeline stages P."),
+    click.option(
+        "--width",
+        type=click.IntRange(min=4),
+        default=128,
+        show_default=True,
+        help="Hidden width / model dimension.",
+    ),
+    click.option(
+        "--blocks", type=click.IntRange(min=2), default=4, show_default=True, help="Model blocks (>= stages)."
+    ),
+    click.option("--seq", type=click.IntRange(min=4), default=64, show_default=True, help="charlm: sequence length."),
+)
+
+
 @main.command("run")
 @input_argument()
-@click.option(
-    "--task",
-    type=click.Choice(["digits", "mlp-csv", "charlm"]),
-    default="digits",
-    show_default=True,
-    help="What to train.",
-)
+@model_options
 @click.option("--target", help="mlp-csv: the column to predict.")
 @click.option("--columns", help="mlp-csv: feature columns (default: all but the target).")
 @click.option("--categorical", help="mlp-csv: columns to one-hot encode.")
 @click.option("--dataset", help="mlp-csv: a registered data set instead of INPUT (e.g. flights).")
 @click.option("--dropna/--no-dropna", default=True, show_default=True, help="mlp-csv: drop rows with missing values.")
-@click.option("--seq", type=click.IntRange(min=4), default=64, show_default=True, help="charlm: sequence length.")
 @click.option(
     "--text-chars", type=click.IntRange(min=1000), default=400_000, show_default=True, help="charlm: characters used."
 )
-@click.option("--stages", type=click.IntRange(min=1), default=4, show_default=True, help="Pipeline stages P.")
 @click.option(
     "--algo",
     type=click.Choice(["none", "naive", "ef-step", "aqsgd", "clapping-fu", "clapping-fc"]),
@@ -182,10 +190,6 @@ def _data(run: Run, input, task, target, columns, categorical, dataset, seq, tex
     show_default=True,
     help="clapping-fc: references at a round's start.",
 )
-@click.option(
-    "--width", type=click.IntRange(min=4), default=128, show_default=True, help="Hidden width / model dimension."
-)
-@click.option("--blocks", type=click.IntRange(min=2), default=4, show_default=True, help="Model blocks (>= stages).")
 @click.option(
     "--backend",
     type=click.Choice(["gloo", "sim"]),
@@ -235,7 +239,7 @@ def run_cmd(
     """
     from pathlib import Path
 
-    from methodkit.tools.clapping.config import RunConfig, check_settings
+    from methodkit.tools.clapping.config import RunConfig, check_run_folder, check_settings, write_run
 
     run = Run.from_context()
     fields = RunConfig.__dataclass_fields__
@@ -244,19 +248,12 @@ def run_cmd(
     check_settings(cfg, cfg.width * (seq if task == "charlm" else 1))  # before torch and the data are loaded
     data = _data(run, input, task, target, columns, categorical, dataset, seq, text_chars, dropna, run.seed)
 
-    import pandas as pd
     import torch
 
-    from methodkit.core import io
     from methodkit.tools.clapping.pipeline import simulate
 
     folder = run.output
-    if folder == "-":
-        raise click.UsageError("pass the run folder with -o DIR")
-    if resume and not (Path(folder) / "ckpt").is_dir():
-        raise click.UsageError(f"--resume: no checkpoint in {Path(folder) / 'ckpt'}")
-    if not resume and Path(folder).exists() and any(Path(folder).iterdir()) and not run.force:
-        raise click.UsageError(f"{folder}: folder is not empty; pass --force to overwrite (or --resume)")
+    check_run_folder(folder, resume, run.force)
     cfg.validate(len(data.x_train))  # --batch against the rows; nothing is created before this
     torch.set_num_threads(1)
     Path(folder).mkdir(parents=True, exist_ok=True)
@@ -270,61 +267,25 @@ def run_cmd(
                 cfg, data, folder, timeout_s=timeout, bandwidth_mbps=bandwidth_mbps, latency_ms=latency_ms,
                 ckpt_every=ckpt_every, resume=resume,
             )  # fmt: skip
-    io.write_table(pd.DataFrame(result.log), Path(folder) / "log.csv", force=True)
-    io.write_table(pd.DataFrame(result.comm), Path(folder) / "comm.csv", force=True)
     summary = {**result.to_dict(), "backend": backend, "data": data.meta}
-    io.write_json(summary, Path(folder) / "run.json", force=True, indent=1)
+    write_run(folder, result, summary)
     run.emit_result(summary, output="-")
 
 
 @main.command("plan")
-@click.option(
-    "--task",
-    type=click.Choice(["digits", "mlp-csv", "charlm"]),
-    default="digits",
-    show_default=True,
-    help="Model family.",
-)
-@click.option("--stages", type=click.IntRange(min=1), default=4, show_default=True, help="Pipeline stages P.")
-@click.option("--width", type=click.IntRange(min=4), default=128, show_default=True, help="Hidden width.")
-@click.option("--blocks", type=click.IntRange(min=2), default=4, show_default=True, help="Model blocks.")
+@model_options
 @click.option("--features", type=click.IntRange(min=1), default=64, show_default=True, help="mlp-csv: input features.")
-@click.option("--seq", type=click.IntRange(min=4), default=64, show_default=True, help="charlm: sequence length.")
 @click.option("--batch", type=int, default=64, show_default=True, help="Minibatch size (for buffer sizes).")
 @click.option("--compressor", default="topk:0.05", show_default=True, help="Compressor whose message size is shown.")
 @common_options("output", "format", "force", "quiet", "verbose")
 def plan_cmd(task, stages, width, blocks, features, seq, batch, compressor, **_):
     """Show the stage partition: parameters per stage and bytes per link message (exact and compressed)."""
-    import numpy as np
     import pandas as pd
 
-    from methodkit.core import compress
-    from methodkit.tools.clapping import tasks
-    from methodkit.tools.clapping.pipeline import stage_widths
+    from methodkit.tools.clapping.plan import plan_rows
 
     run = Run.from_context()
-    if task == "charlm":
-        data = tasks.Dataset(
-            np.zeros((2, seq), np.int64), np.zeros((2, seq), np.int64), None, None, "lm", {"vocab": 96, "seq": seq}
-        )
-    else:
-        classes = 10 if task == "digits" else 1
-        n_in = 64 if task == "digits" else features
-        data = tasks.Dataset(
-            np.zeros((2, n_in), np.float32), np.zeros(2), None, None, "classification", {"classes": classes}
-        )
-    modules = tasks.build_stages(task, data, stages, width=width, n_blocks=blocks, seed=0)
-    widths = stage_widths(modules, data) + [0]
-    rows = []
-    for p, module in enumerate(modules):
-        row = {"stage": p, "params": sum(t.numel() for t in module.parameters()), "out_width": widths[p] or ""}
-        if widths[p]:
-            c = compress.parse(compressor, widths[p])
-            message = c.encode(np.random.default_rng(0).standard_normal((batch, widths[p])).astype(np.float32))
-            row.update({"exact_bytes": batch * widths[p] * 4, "compressed_bytes": c.nbytes(message),
-                        "clapping_buffer_bytes": 2 * batch * widths[p] * 4})  # fmt: skip
-        rows.append(row)
-    run.emit_table(pd.DataFrame(rows))
+    run.emit_table(pd.DataFrame(plan_rows(task, stages, width, blocks, features, seq, batch, compressor)))
 
 
 @main.command("bench")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import functools
-import json
-import os
 
 import click
 
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._gbdt_options import attack_options, data_options
 
 PROG = "gbdt-poison"
 DEMO = [
@@ -19,155 +18,6 @@ DEMO = [
         "test F1 drop (Credit-g, 10% rows, eps 4)",
     ),
 ]
-
-
-def _csv_list(value: str | None) -> list[str] | None:
-    return None if value is None else [v.strip() for v in value.split(",") if v.strip()]
-
-
-def data_options(f):
-    """Where the data come from and the roles of its columns (shared by every verb)."""
-    options = [
-        click.option(
-            "--dataset",
-            type=click.Choice(["adult", "credit-g", "synth"]),
-            default=None,
-            help="Built-in split instead of INPUT: adult (official train/test), credit-g (70/30 by --seed), "
-            "synth (generated). A non-'-' INPUT then replaces the built-in train part.",
-        ),
-        click.option(
-            "--test", "test_path", metavar="FILE", default=None, help="Test table (never seen by the attack)."
-        ),
-        click.option("--label", default=None, help="Label column [default: 'label', else the last column]."),
-        click.option("--positive", default=None, help="Class whose F1 is reported [default: the minority class]."),
-        click.option("--categorical", default=None, metavar="COLS", help="Categorical columns [default: non-numeric]."),
-        click.option("--immutable", default=None, metavar="COLS", help="Columns never perturbed (comma-separated)."),
-        click.option("--integer", default=None, metavar="COLS", help="Integer columns [default: all-integral ones]."),
-        click.option(
-            "--val-frac",
-            type=float,
-            default=None,
-            help="Attacker's validation share of the train rows, stratified [default: 0.2; credit-g 0.3].",
-        ),
-        click.option(
-            "--lgb-params",
-            default=None,
-            metavar="JSON",
-            help="Victim LightGBM parameters over the defaults (100 trees, 31 leaves, lr 0.1, deterministic).",
-        ),
-        click.option(
-            "-j",
-            "--threads",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="LightGBM/Numba threads (results may differ by thread count; 1 avoids OpenMP spin-waits on "
-            "a busy machine).",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def attack_options(f, with_eps: bool = True):
-    options = [
-        click.option("--budget", type=float, default=0.05, show_default=True, help="Poisoned share of train rows."),
-        click.option("--dims", type=int, default=3, show_default=True, help="Columns moved per row (top-k by gain)."),
-        click.option("--dims-list", default=None, metavar="A,B", help="Move exactly these columns instead."),
-        click.option(
-            "--one-hot",
-            default=None,
-            metavar="PREFIX,...",
-            help="One-hot groups (PREFIX_LEVEL columns), never moved; default: detected from the data.",
-        ),
-        click.option(
-            "--influence",
-            type=click.Choice(["boostin", "loss", "random"]),
-            default="boostin",
-            show_default=True,
-            help="How rows are chosen.",
-        ),
-        click.option(
-            "--dim-rank",
-            type=click.Choice(["gain", "random", "local"]),
-            default="gain",
-            show_default=True,
-            help="How columns are chosen.",
-        ),
-        click.option(
-            "--cov",
-            type=click.Choice(["class", "pooled"]),
-            default="class",
-            show_default=True,
-            help="Ellipsoid shape: class-conditional or pooled covariance.",
-        ),
-        click.option(
-            "--transform",
-            type=click.Choice(["none", "log1p"]),
-            default="none",
-            show_default=True,
-            help="log1p heavy-tailed non-negative columns before the ellipsoid.",
-        ),
-        click.option(
-            "--search",
-            type=click.Choice(["threshold", "zo"]),
-            default="threshold",
-            show_default=True,
-            help="threshold: coordinate moves across the victim's split thresholds + line search; "
-            "zo: ZO-PSGD with Gaussian probes (--q, --mu, --eta).",
-        ),
-        click.option("--iters", type=int, default=20, show_default=True, help="Search iterations."),
-        click.option("--q", type=int, default=4, show_default=True, help="(zo) Random directions per iteration."),
-        click.option("--mu", type=float, default=0.5, show_default=True, help="(zo) Probe radius, × eps."),
-        click.option("--eta", type=float, default=0.5, show_default=True, help="(zo) Step size, × eps (decays 0.9)."),
-        click.option(
-            "--objective",
-            type=click.Choice(["logloss", "f1"]),
-            default="logloss",
-            show_default=True,
-            help="Maximise validation logloss, or minimise validation F1.",
-        ),
-        click.option(
-            "--probe-projection",
-            type=click.Choice(["on", "off"]),
-            default="on",
-            show_default=True,
-            help="(zo) Project the finite-difference probes (off = ablation).",
-        ),
-        click.option(
-            "--oracle",
-            type=click.Choice(["retrain", "refit"]),
-            default="retrain",
-            show_default=True,
-            help="Evaluate J by retraining, or by refitting leaf values of an anchor model.",
-        ),
-        click.option(
-            "--refit-every",
-            type=int,
-            default=5,
-            show_default=True,
-            help="(zo) Re-anchor every N iterations (refit oracle).",
-        ),
-        click.option(
-            "--fast-bins",
-            is_flag=True,
-            help="Attack-time retrains reuse the clean data's LightGBM bin boundaries (faster; the reported "
-            "victim is still a true retrain).",
-        ),
-        click.option(
-            "--workers",
-            type=click.IntRange(min=1),
-            default=1,
-            show_default=True,
-            help="Probe retrains run at once (threads, each on -j threads); same results for any value.",
-        ),
-    ]
-    if with_eps:
-        options.insert(1, click.option("--eps", type=float, default=1.0, show_default=True, help="Radius ε."))
-    for option in reversed(options):
-        f = option(f)
-    return f
 
 
 @tool_group(name=PROG)
@@ -231,53 +81,6 @@ def main():
     """
 
 
-# ---------------------------------------------------------------- shared plumbing
-
-
-def _tables(run: Run, input_path: str, params: dict, seed: int, cache: dict | None = None):
-    """(train, test, label, positive, val_frac): files are read once (cache), built-in splits per seed."""
-    from methodkit.tools.gbdt import datasets
-
-    cache = {} if cache is None else cache
-
-    def read(path):
-        if path not in cache:
-            cache[path] = run.read_table(path)
-        return cache[path]
-
-    label, positive, val_frac = params.get("label"), params.get("positive"), params.get("val_frac")
-    test = None
-    if params.get("dataset") is not None:
-        train, test, d_label, d_positive, d_frac = datasets.builtin(params["dataset"], seed)
-        label, positive = label or d_label, positive or d_positive
-        val_frac = val_frac if val_frac is not None else d_frac
-        if input_path != "-":
-            train = read(input_path)
-    else:
-        train = read(input_path)
-    if params.get("test_path"):
-        test = read(params["test_path"])
-    return train, test, label, positive, 0.2 if val_frac is None else val_frac
-
-
-def _prepare(run: Run, input_path: str, params: dict, seed: int, cache: dict | None = None):
-    """Read the tables and build the Problem (D, V, T) for `seed`."""
-    from methodkit.tools.gbdt import data
-
-    train, test, label, positive, val_frac = _tables(run, input_path, params, seed, cache)
-    return data.prepare(
-        train,
-        test,
-        label=label,
-        positive=positive,
-        categorical=_csv_list(params.get("categorical")),
-        immutable=_csv_list(params.get("immutable")),
-        integer=_csv_list(params.get("integer")),
-        val_frac=val_frac,
-        seed=seed,
-    )
-
-
 def _threads(params: dict) -> int:
     """Apply -j before anything imports numba: core.backend.set_threads sets NUMBA_NUM_THREADS, and a
     change after numba's import makes its next compilation raise (config reload)."""
@@ -286,66 +89,10 @@ def _threads(params: dict) -> int:
     return set_threads(params["threads"])
 
 
-def _victim(params: dict, seed: int):
-    from methodkit.tools.gbdt.victim import Victim
-
-    return Victim.from_json(params.get("lgb_params"), threads=params["threads"], seed=seed)
-
-
-def _same_file(a: str, b: str | None) -> bool:
-    if not b or a == "-" or b == "-":
-        return False
-    return os.path.abspath(a) == os.path.abspath(b)
-
-
-def _refuse_inputs(outputs: list[str | None], inputs: list[str | None]) -> None:
-    from methodkit.core.errors import UsageError
-
-    for out in outputs:
-        for src in inputs:
-            if out and _same_file(out, src):
-                raise UsageError(f"{out}: is also an input; write the output elsewhere")
-
-
 def _warn_all(messages: list[str], quiet: bool) -> None:
     if not quiet:
         for message in messages:
             warn(PROG, message)
-
-
-def _attack_config(params: dict, seed: int, eps: float | None = None):
-    from methodkit.tools.gbdt.attack import AttackConfig
-
-    return AttackConfig(
-        budget=params["budget"],
-        eps=params["eps"] if eps is None else eps,
-        dims=params["dims"],
-        dims_list=_csv_list(params.get("dims_list")),
-        influence=params["influence"],
-        dim_rank=params["dim_rank"],
-        cov=params["cov"],
-        transform=params["transform"],
-        iters=params["iters"],
-        q=params["q"],
-        mu=params["mu"],
-        eta=params["eta"],
-        objective=params["objective"],
-        search=params["search"],
-        probe_projection=params["probe_projection"] == "on",
-        oracle=params["oracle"],
-        refit_every=params["refit_every"],
-        fast_bins=params["fast_bins"],
-        workers=params["workers"],
-        one_hot=_csv_list(params.get("one_hot")),
-        seed=seed,
-    )
-
-
-def _gate(f1, limit, what: str) -> None:
-    from methodkit.core.errors import CheckFailed
-
-    if limit is not None and f1 is not None and f1 > limit:
-        raise CheckFailed(f"{what} F1 {f1:.4f} is above --fail-above-f1 {limit}")
 
 
 # ---------------------------------------------------------------- verbs
@@ -375,34 +122,13 @@ def influence_cmd(input, **params):
       130  interrupted
     """
     _threads(params)
+    from methodkit.tools.gbdt import runs
+
     run = Run.from_context()
-    _refuse_inputs([run.output], [input, params.get("test_path")])
-    problem = _prepare(run, input, params, run.seed)
-    import numpy as np
-    import pandas as pd
-
-    from methodkit.tools.gbdt import influence as infl
-    from methodkit.tools.gbdt.victim import leaf_indices, parse_trees
-
-    victim = _victim(params, run.seed)
+    runs.refuse_inputs([run.output], [input, params.get("test_path")])
+    problem = runs.prepare(run.read_table, input, params, run.seed)
     with run.progress() as progress:
-        progress("victim fit", 0, 1)
-        booster = victim.fit(problem.X_tr, problem.y_tr, problem.cat_idx)
-        progress("victim fit", 1, 1)
-    trees = parse_trees(booster, problem.y_tr, victim.full_params())
-    scores = infl.boostin(
-        leaf_indices(booster, problem.X_tr),
-        leaf_indices(booster, problem.X_v),
-        trees,
-        problem.y_tr,
-        problem.y_v,
-        victim.lambda_l2,
-    )
-    order = np.lexsort((np.arange(len(scores)), -scores))
-    rank = np.empty(len(scores), dtype=np.int64)
-    rank[order] = np.arange(1, len(scores) + 1)
-    labels = problem.frame[problem.label].iloc[problem.tr_rows].to_numpy()
-    frame = pd.DataFrame({"row": problem.tr_rows, "influence": scores, "label": labels, "rank": rank})
+        frame = runs.influence_table(problem, runs.victim(params, run.seed), progress)
     _warn_all(problem.warnings, run.quiet)
     run.emit_table(frame)
 
@@ -468,97 +194,40 @@ def attack_cmd(input, **params):
     _threads(params)
     from methodkit.core import io
     from methodkit.core.errors import UsageError
-    from methodkit.tools.gbdt import attack
+    from methodkit.tools.gbdt import attack, runs
     from methodkit.tools.gbdt.data import frame_sha256
 
     run = Run.from_context()
-    problem = _prepare(run, input, params, run.seed)
+    problem = runs.prepare(run.read_table, input, params, run.seed)
     output = run.output
     if output == "-":
         raise UsageError("attack writes a table and a manifest: pass -o FILE (.csv or .parquet)")
     kind = io.format_from_path(output, None, None)
     if kind not in ("csv", "tsv", "parquet"):
         raise UsageError(f"{output}: the poisoned table must be .csv, .tsv or .parquet")
-    manifest = params.get("manifest") or _manifest_path(output)
-    _refuse_inputs([output, manifest], [input, params.get("test_path")])
+    manifest = params.get("manifest") or runs.manifest_path(output)
+    runs.refuse_inputs([output, manifest], [input, params.get("test_path")])
     run.refuse_existing_output(output, manifest)
-    victim = _victim(params, run.seed)
-    config = _attack_config(params, run.seed)
-    partial = f"{output}.partial.json"
-    fingerprint = _attack_fingerprint(config, victim, problem)
-    resume = _attack_resume(partial, fingerprint, run)
-    last = {"fingerprint": fingerprint, "state": resume}
-
-    def checkpoint(state):
-        last["state"] = state
-        io.write_json(last, partial, force=True)
-
+    victim = runs.victim(params, run.seed)
+    config = runs.attack_config(params, run.seed)
+    partial = runs.AttackCheckpoint(output, config, victim, problem, run.force)
+    if partial.resume is not None and not run.quiet:
+        warn(PROG, f"resuming from {partial.path} after iteration {partial.resume['iter']}")
     try:
         with run.progress() as progress:
-            result = attack.run(problem, victim, config, progress, checkpoint=checkpoint, resume=resume)
+            result = attack.run(problem, victim, config, progress, checkpoint=partial.save, resume=partial.resume)
     except attack.AttackFailed as exc:
-        io.write_json({**last, **exc.trace}, partial, force=True)
+        partial.save_failure(exc.trace)
         raise
     io.write_table(result.poisoned_frame(), output, kind, force=run.force)
     record = result.to_dict()
     record["data_sha256"] = run.input_digests or {"train": frame_sha256(problem.frame)}
     io.write_json(record, manifest, force=run.force)
     _warn_all(result.warnings, run.quiet)
-    summary = {**result.summary(), "output": output, "manifest": manifest}
-    run.emit_result(summary, output="-")
-    if os.path.exists(partial):
-        os.remove(partial)
+    run.emit_result({**result.summary(), "output": output, "manifest": manifest}, output="-")
+    partial.remove()
     after = result.after
-    _gate(after.get("test_f1", after.get("val_f1")), params.get("fail_above_f1"), "poisoned")
-
-
-def _attack_fingerprint(config, victim, problem) -> str:
-    """What a checkpoint must share with the run that resumes it: settings, victim and data."""
-    import hashlib
-    from dataclasses import asdict
-
-    from methodkit.tools.gbdt.data import frame_sha256
-
-    doc = {
-        "config": {k: v for k, v in asdict(config).items() if k != "workers"},
-        "victim": {"params": victim.full_params(), "rounds": victim.rounds},
-        "train": frame_sha256(problem.frame),
-        "val": problem.v_rows.tolist(),
-    }
-    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _attack_resume(path: str, fingerprint: str, run: Run):
-    """The search state of OUTPUT.partial.json when it belongs to this very attack (else refuse)."""
-    saved = _read_checkpoint(path, fingerprint, "attack", run.force)
-    state = saved.get("state") if saved else None
-    if state is not None and not run.quiet:
-        warn(PROG, f"resuming from {path} after iteration {state['iter']}")
-    return state
-
-
-def _read_checkpoint(path: str, fingerprint: str, what: str, force: bool) -> dict | None:
-    """The *.partial.json of the same attack or sweep (same fingerprint); None when absent or --force."""
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
-
-    if force or not os.path.exists(path):
-        return None
-    try:
-        saved = io.read_json(path)
-    except Exception:
-        raise UsageError(f"{path}: unreadable checkpoint; remove it or pass --force") from None
-    if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
-        raise UsageError(f"{path}: checkpoint of a different {what} (settings or data); remove it or pass --force")
-    return saved
-
-
-def _manifest_path(output: str) -> str:
-    base = output
-    for suffix in (".gz", ".xz", ".bz2", ".csv", ".tsv", ".parquet", ".pq"):
-        if base.endswith(suffix):
-            base = base[: -len(suffix)]
-    return base + ".manifest.json"
+    runs.gate(after.get("test_f1", after.get("val_f1")), params.get("fail_above_f1"), "poisoned")
 
 
 @main.command("sweep")
@@ -632,33 +301,28 @@ def sweep_cmd(input, **params):
     """
     _threads(params)
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.gbdt import sweep
+    from methodkit.tools.gbdt import runs, sweep
 
     run = Run.from_context()
-    try:
-        grid = [float(e) for e in _csv_list(params["eps_grid"])]
-        seeds = [int(s) for s in _csv_list(params["seeds"])]
-    except ValueError:
-        raise UsageError("--eps-grid and --seeds take comma-separated numbers") from None
-    if not seeds:
-        raise UsageError("--seeds is empty")
-    _refuse_inputs([run.output, params.get("summary")], [input, params.get("test_path")])
+    grid, seeds = runs.parse_sweep_lists(params["eps_grid"], params["seeds"])
+    runs.refuse_inputs([run.output, params.get("summary")], [input, params.get("test_path")])
     run.refuse_existing_output(run.output, params.get("summary"))
     cache: dict = {}
-    first = _prepare(run, input, params, seeds[0], cache)  # reads and validates the input before the long run
+    first = runs.prepare(run.read_table, input, params, seeds[0], cache)  # reads and validates the input first
 
     def problem_for_seed(seed):
-        return first if seed == seeds[0] else _prepare(run, input, params, seed, cache)
+        return first if seed == seeds[0] else runs.prepare(run.read_table, input, params, seed, cache)
 
-    baselines = _csv_list(params["baselines"]) or []
-    config = _attack_config({**params, "eps": 1.0}, seeds[0])
+    baselines = runs.csv_list(params["baselines"]) or []
+    config = runs.attack_config({**params, "eps": 1.0}, seeds[0])
     sweep.tasks(config, grid, seeds, baselines)  # unknown baselines fail before any work
-    partial, done, on_row = _sweep_partial(run, params, config, grid, seeds, baselines, first)
+    partial = runs.SweepCheckpoint(run.output, params, config, grid, seeds, baselines, first, run.force)
+    if partial.resumed and not run.quiet:
+        warn(PROG, f"resuming from {partial.path}: {len(partial.done)} run(s) already done")
     with run.progress() as progress:
         result = sweep.run(
             problem_for_seed,
-            lambda s: _victim(params, s),
+            lambda s: runs.victim(params, s),
             config,
             grid,
             seeds,
@@ -666,8 +330,8 @@ def sweep_cmd(input, **params):
             progress,
             scheduler=params["scheduler"],
             dask_workers=params["dask_workers"],
-            done=done,
-            on_row=on_row,
+            done=partial.done,
+            on_row=partial.on_row,
         )
     _warn_all(result.warnings, run.quiet)
     if params.get("summary"):
@@ -676,33 +340,7 @@ def sweep_cmd(input, **params):
         for method, info in result.curve()["methods"].items():
             warn(PROG, f"{method}: mean drop by eps {info['mean_drop']}; monotone in eps: {info['monotone']}")
     run.emit_table(result.frame())
-    if partial is not None and os.path.exists(partial):
-        os.remove(partial)
-
-
-def _sweep_partial(run: Run, params: dict, config, grid, seeds, baselines, problem):
-    """(path, rows done, on_row) of OUTPUT.partial.json: the checkpoint an interrupted sweep resumes from."""
-    from methodkit.core import io
-    from methodkit.tools.gbdt import sweep
-    from methodkit.tools.gbdt.data import frame_sha256
-
-    if run.output == "-":
-        return None, {}, None
-    path = run.output + ".partial.json"
-    data_key = json.dumps({"dataset": params.get("dataset"), "train": frame_sha256(problem.frame)})
-    grid_sorted, _ = sweep.check_grid(grid)
-    fingerprint = sweep.fingerprint(config, grid_sorted, seeds, baselines, data_key)
-    saved = _read_checkpoint(path, fingerprint, "sweep", run.force)
-    done = dict(saved.get("rows") or {}) if saved else {}
-    if saved and not run.quiet:
-        warn(PROG, f"resuming from {path}: {len(done)} run(s) already done")
-    state = {"fingerprint": fingerprint, "rows": dict(done)}
-
-    def on_row(key, row):
-        state["rows"][key] = row
-        io.write_json(state, path, force=True)
-
-    return path, done, on_row
+    partial.remove()
 
 
 @main.command("eval")
@@ -733,33 +371,13 @@ def eval_cmd(input, **params):
     _threads(params)
     import time
 
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.gbdt import data
-    from methodkit.tools.gbdt.victim import metrics
+    from methodkit.tools.gbdt import runs
 
     run = Run.from_context()
     started = time.monotonic()
-    _refuse_inputs([run.output], [input, params.get("test_path")])
-    train, test, label, positive, _ = _tables(run, input, params, run.seed)
-    if test is None:
-        raise UsageError("eval needs a test table: pass --test FILE or --dataset")
-    problem = data.whole(train, test, label=label, positive=positive, categorical=_csv_list(params.get("categorical")))
-    y, X_te, y_te = problem.y_tr, problem.X_te, problem.y_te
-    victim = _victim(params, run.seed)
-    booster = victim.fit(problem.X_tr, y, problem.cat_idx)
-    tr, te = metrics(booster, problem.X_tr, y), metrics(booster, X_te, y_te)
-    _warn_all(problem.warnings, run.quiet)
-    result = {
-        "verb": "eval",
-        "label": problem.label,
-        "positive": problem.positive,
-        "n_train": len(y),
-        "n_test": len(y_te),
-        "train_f1": tr["f1"],
-        "test_f1": te["f1"],
-        "test_acc": te["acc"],
-        "test_logloss": te["logloss"],
-        "seconds": round(time.monotonic() - started, 3),
-    }
-    run.emit_result(result)
-    _gate(te["f1"], params.get("fail_above_f1"), "test")
+    runs.refuse_inputs([run.output], [input, params.get("test_path")])
+    train, test, label, positive, _ = runs.tables(run.read_table, input, params, run.seed)
+    result, warnings = runs.eval_victim(train, test, label, positive, params, run.seed)
+    _warn_all(warnings, run.quiet)
+    run.emit_result({**result, "seconds": round(time.monotonic() - started, 3)})
+    runs.gate(result["test_f1"], params.get("fail_above_f1"), "test")

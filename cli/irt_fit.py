@@ -17,18 +17,6 @@ DEMO = [
 ]
 
 
-def _pair(text: str, flag: str) -> tuple[float, float]:
-    from methodkit.core.errors import UsageError
-
-    try:
-        a, b = (float(x) for x in text.split(","))
-    except ValueError:
-        raise UsageError(f"{flag} takes two numbers 'ALPHA,BETA', not {text!r}") from None
-    if a <= 0 or b <= 0:
-        raise UsageError(f"{flag} needs positive ALPHA,BETA, not {text!r}")
-    return a, b
-
-
 def _limit(flag: str, metavar: str, help: str):
     """A positive budget option (default: none)."""
     return click.option(flag, type=click.FloatRange(min=0, min_open=True), default=None, metavar=metavar, help=help)
@@ -214,19 +202,12 @@ def fit_cmd(
     run = Run.from_context()
     run.threads()  # before Numba is imported: core.backend sets NUMBA_NUM_THREADS, which Numba reads once
 
-    from methodkit.core import io
-    from methodkit.core.errors import RunFailure, UsageError
+    from methodkit.core.errors import RunFailure
     from methodkit.tools.irt import data as data_mod
+    from methodkit.tools.irt import runs
 
-    paths = {}
-    if out_dir:
-        if not os.path.isdir(out_dir):
-            if os.path.exists(out_dir):
-                raise UsageError(f"--out-dir {out_dir}: exists and is not a folder")
-        paths = {
-            k: os.path.join(out_dir, f)
-            for k, f in (("items", "items.csv"), ("abilities", "abilities.csv"), ("fit", "fit.json"))
-        }
+    paths = runs.out_paths(out_dir)
+    if paths:
         if os.path.isdir(out_dir):  # else the fit creates it
             run.claim_outputs(*paths.values(), defer=False)  # a timed-out fit keeps its partial results
     source = run.input_bytes(input)
@@ -239,30 +220,7 @@ def fit_cmd(
     from methodkit.tools.irt.result import TimeBudget
 
     device = run.device() if method in ("mml", "vi", "psn") else "cpu"
-    options = dict(
-        n_nodes=quadrature,
-        latent=opts["latent"],
-        prior=opts["prior"],
-        c_prior=_pair(c_prior, "--c-prior"),
-        tol=opts["tol"],
-        max_cycles=opts["max_cycles"],
-        se=opts["se"],
-        float32=opts["float32"],
-        accelerate=opts["accelerate"],
-        scoring=opts["scoring"],
-        sampler=opts["sampler"],
-        chains=opts["chains"],
-        warmup=opts["warmup"],
-        draws=opts["draws"],
-        steps=opts["steps"],
-        epochs=opts["epochs"],
-        patience=opts["patience"],
-        positive_a=opts["positive_a"],
-        a_max=opts["a_max"],
-        device=device,
-    )
-    if method == "vi":
-        options["prior"] = opts["vi_prior"]
+    options = runs.settings_options(method, opts, quadrature=quadrature, c_prior=c_prior, device=device)
     settings = estimators.make_settings(method, **options)
     with run.progress() as callback:
         result = estimators.run(
@@ -280,10 +238,7 @@ def fit_cmd(
     result.info["screen"] = screen.to_dict()
     result.info["input"] = source.name
     if paths:
-        os.makedirs(out_dir, exist_ok=True)
-        io.write_table(result.items_frame(), paths["items"], "csv", force=run.force)
-        io.write_table(result.abilities_frame(), paths["abilities"], "csv", force=run.force)
-        io.write_json(result.info, paths["fit"], force=run.force, indent=1)
+        runs.write_fit(result, paths, run.force)
     summary = result.to_dict()
     if run.fmt == "table":
         run.params["fmt"] = None
@@ -305,36 +260,6 @@ def fit_cmd(
         raise CheckFailed(f"--fail-if-unconverged: {unconverged_message(result.info)}")
 
 
-def _read_fit(path: str):
-    """An Estimate from an irt-fit output folder."""
-    import os
-
-    import numpy as np
-
-    from methodkit.core import io
-    from methodkit.core.errors import DataError
-    from methodkit.tools.irt.result import Estimate
-
-    if not os.path.isdir(path):
-        raise DataError(f"--fit {path}: not a folder (pass the --out-dir of irt-fit fit)")
-    items = io.read_table(os.path.join(path, "items.csv"))
-    abilities = io.read_table(os.path.join(path, "abilities.csv"))
-    io.require_columns(items, ["item_id", "a", "b", "c"])
-    io.require_columns(abilities, ["model_id", "theta"])
-    col = lambda f, k: io.numeric_matrix(f, [k], allow_nonfinite=True)[:, 0] if k in f.columns else None  # noqa: E731
-    est = Estimate(
-        a=col(items, "a"),
-        b=col(items, "b"),
-        c=col(items, "c"),
-        theta=col(abilities, "theta"),
-        theta_sd=col(abilities, "sd"),
-    )
-    for name in ("a", "b", "c"):
-        setattr(est, f"{name}_low", col(items, f"{name}_ci_low"))
-        setattr(est, f"{name}_high", col(items, f"{name}_ci_high"))
-    return est, items["item_id"].astype(str).to_numpy(), abilities["model_id"].astype(str).to_numpy(), np
-
-
 @main.command("eval")
 @click.option("--truth", required=True, metavar="NPZ", help="irt-sim draw output (carries theta, a, b, c).")
 @click.option("--fit", "fit_dir", required=True, metavar="DIR", help="irt-fit fit --out-dir folder.")
@@ -350,59 +275,22 @@ def _read_fit(path: str):
 def eval_cmd(truth, fit_dir, model, linking, **_):
     """Compare a fit with the generating truth: one JSON line of metrics."""
     import json
-    import os
 
     from methodkit.core import io
     from methodkit.core.errors import DataError
     from methodkit.tools.irt import data as data_mod
-    from methodkit.tools.irt import evaluate
+    from methodkit.tools.irt import evaluate, runs
 
     run = Run.from_context()
     truth_data = data_mod.from_arrays(io.read_arrays(run.input_bytes(truth)), truth)
-    est, item_id, model_id, np = _read_fit(fit_dir)
-    info = {}
-    fit_json = os.path.join(fit_dir, "fit.json")
-    if os.path.exists(fit_json):
-        info = io.read_json(fit_json)
+    est, item_id, model_id, info = runs.read_fit(fit_dir)
     model = model or info.get("model", "2pl")
-    # align by id: a fit on --drop-extreme data covers a subset
-    rows = _index(truth_data.model_id, model_id, "model", fit_dir)
-    cols = _index(truth_data.item_id, item_id, "item", fit_dir)
-    if len(rows) != len(truth_data.model_id) or len(cols) != len(truth_data.item_id):
-        truth_data = truth_data.subset(rows, cols)
-        order_r, order_c = np.arange(len(rows)), np.arange(len(cols))
-    else:
-        order_r, order_c = np.argsort(rows), np.argsort(cols)
-        est = _reorder(est, order_r, order_c)
-    del order_r, order_c
+    truth_data, est = runs.align(truth_data, est, item_id, model_id, fit_dir)  # by id
     if not truth_data.has_truth():
         raise DataError(f"{truth}: no generating truth (theta, b); eval needs irt-sim draw output")
     metrics = evaluate.evaluate(est, truth_data, model, linking=linking)
     metrics = {"estimator": info.get("estimator"), "model": model, "status": info.get("status"), **metrics}
     run.emit_result(json.loads(io.dumps_json(metrics)))
-
-
-def _index(truth_ids, fit_ids, what, fit_dir):
-    import numpy as np
-
-    from methodkit.core.errors import DataError
-
-    position = {v: i for i, v in enumerate(truth_ids)}
-    missing = [v for v in fit_ids if v not in position]
-    if missing:
-        raise DataError(f"--fit {fit_dir}: {what} '{missing[0]}' is not in the truth file ({len(missing)} unknown)")
-    return np.array([position[v] for v in fit_ids])
-
-
-def _reorder(est, order_r, order_c):
-    for name in ("a", "b", "c", "a_low", "a_high", "b_low", "b_high", "c_low", "c_high"):
-        value = getattr(est, name)
-        if value is not None:
-            setattr(est, name, value[order_c])
-    est.theta = est.theta[order_r]
-    if est.theta_sd is not None:
-        est.theta_sd = est.theta_sd[order_r]
-    return est
 
 
 @main.command("bench")

@@ -90,107 +90,31 @@ def _limit_threads(run: Run, one_caller: bool = False):
     return single_blas()
 
 
-def _parse_ks(text: str | None) -> list[int]:
-    from methodkit.core.errors import UsageError
+def data_columns(target_help: str, x_help: str):
+    """--target and --x: which columns of DATA are y and X (test, power, bench)."""
 
-    if text is None:
-        raise UsageError("-k/--components is required: pre-specify K (e.g. -k 3, or -k 1,2,3 for separate tests)")
-    if text.strip().lower() == "auto":
-        raise UsageError(
-            "-k auto is refused: choosing K on the same data invalidates the test; pre-specify K (e.g. -k 3), "
-            "or explore with --select-k KMAX (its p-values are not valid)"
-        )
-    try:
-        ks = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise UsageError(f"-k/--components '{text}': expected an integer or a comma list such as 1,2,3") from None
-    if not ks or min(ks) < 1:
-        raise UsageError(f"-k/--components '{text}': every K must be >= 1")
-    return ks
+    def deco(f):
+        f = click.option("--x", "x_glob", default=None, metavar="GLOB", help=x_help)(f)
+        return click.option("--target", default=None, help=target_help)(f)
+
+    return deco
 
 
-def _load_design(run: Run, source: str, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights=None):
-    """DATA (+ --weights COL or W.npy) as a checked design."""
-    from methodkit.core import io
-    from methodkit.tools.pls import data
+def resampling(splits_help: str, perms: int, perms_help: str, folds_help: str):
+    """--splits, --perms and --folds (test, power, bench)."""
 
-    from_file = weights is not None and weights.endswith(".npy")
-    column = None if weights is None or from_file else weights
-    design = _read_design(run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, column)
-    if from_file:
-        w = io.read_arrays(run.input_bytes(weights))
-        design = data.with_weights(design, next(iter(w.values())), f"--weights {weights}")
-    return design
+    def deco(f):
+        f = click.option("--folds", type=int, default=5, show_default=True, help=folds_help)(f)
+        f = click.option("--perms", type=int, default=perms, show_default=True, help=perms_help)(f)
+        return click.option("--splits", type=int, default=50, show_default=True, help=splits_help)(f)
 
-
-def _read_design(run: Run, source, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights):
-    """DATA as CSV/TSV/Parquet/JSONL, NPZ (X, y[, weights key]), an .npy pair (DATA + --y) or builtin:NAME[:target]."""
-    from methodkit.core import io
-    from methodkit.core.errors import DataError, UsageError
-    from methodkit.tools.pls import data, sources
-
-    if source.startswith("builtin:"):
-        frame, target, x_glob = sources.builtin(source, target, x_glob, x_range)
-        return data.from_frame(
-            frame,
-            target,
-            x_glob=x_glob,
-            x_range=x_range,
-            drop_nonnumeric=drop_nonnumeric,
-            dropna=dropna,
-            weights=weights,
-        )
-    kind = io.format_from_path(source, run.params.get("in_format"), "csv") if source != "-" else None
-    if kind in ("npz", "npy"):
-        arrays = io.read_arrays(run.input_bytes(source))
-        if kind == "npz":
-            missing = [k for k in ("X", "y") if k not in arrays]
-            if missing:
-                raise DataError(f"{source}: NPZ needs arrays 'X' and 'y' (has: {', '.join(arrays) or 'none'})")
-            design = data.from_arrays(arrays["X"], arrays["y"], source)
-            if weights is not None:
-                if weights not in arrays:
-                    raise DataError(f"--weights {weights}: no array '{weights}' in {source} (has: {', '.join(arrays)})")
-                design = data.with_weights(design, arrays[weights], f"--weights {weights}")
-            return design
-        if weights is not None:
-            raise UsageError(f"--weights {weights}: with an .npy X pass the weights as W.npy")
-        if not y_path:
-            raise UsageError(f"{source}: an .npy X needs its y: pass --y Y.npy")
-        y_arrays = io.read_arrays(run.input_bytes(y_path))
-        return data.from_arrays(arrays["arr_0"], next(iter(y_arrays.values())), source)
-    frame = run.read_table(source)
-    return data.from_frame(
-        frame, target, x_glob=x_glob, x_range=x_range, drop_nonnumeric=drop_nonnumeric, dropna=dropna, weights=weights
-    )
-
-
-def _directions(text: str, run: Run):
-    """--directions pls | spca | fixed:W.npy -> (kind, W or None)."""
-    from methodkit.core import io
-    from methodkit.core.errors import DataError, UsageError
-
-    if text in ("pls", "spca"):
-        return text, None
-    if text.startswith("fixed:") and len(text) > 6:
-        path = text[6:]
-        arrays = io.read_arrays(run.input_bytes(path))
-        W = next(iter(arrays.values())) if len(arrays) == 1 else arrays.get("W")
-        if W is None:
-            raise DataError(f"--directions {text}: expected one array (or an NPZ with 'W')")
-        if W.ndim == 1:
-            W = W[:, None]
-        if W.ndim != 2 or W.dtype.kind not in "fiu":
-            raise DataError(f"--directions {text}: W must be a numeric p x K matrix, got shape {W.shape}")
-        return "fixed", W.astype(float)
-    raise UsageError(f"--directions '{text}': expected pls, spca or fixed:W.npy")
+    return deco
 
 
 @main.command("test")
 @input_argument()
 @click.option("-k", "--components", "ks", metavar="K[,K...]", help="Components (required); a list runs separate tests.")
-@click.option("--target", default=None, help="Response column [default: the data set's target, else 'y'].")
-@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns by glob, e.g. 'absorp_*'.")
+@data_columns("Response column [default: the data set's target, else 'y'].", "X columns by glob, e.g. 'absorp_*'.")
 @click.option("--x-range", default=None, metavar="FIRST:LAST", help="X columns from FIRST to LAST (by name).")
 @click.option("--y", "y_path", default=None, metavar="PATH", help="y as .npy when INPUT is an X .npy.")
 @click.option("--drop-nonnumeric", is_flag=True, help="Drop non-numeric X columns instead of failing.")
@@ -209,9 +133,9 @@ def _directions(text: str, run: Run):
     help="EXPLORATORY: choose K in 1..KMAX by CV (one-sigma rule) on the same data; p-values not valid.",
 )
 @click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True, help="Test(s) to run.")
-@click.option("--splits", type=int, default=50, show_default=True, help="Random 50/50 splits J (nb, nb-perm).")
-@click.option("--perms", type=int, default=1000, show_default=True, help="Permutations B (nb-perm, cvq2-perm).")
-@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F (cvq2-perm).")
+@resampling(
+    "Random 50/50 splits J (nb, nb-perm).", 1000, "Permutations B (nb-perm, cvq2-perm).", "CV folds F (cvq2-perm)."
+)
 @click.option("--segments", type=int, default=None, help="Jackknife segments g [default: delete-one].")
 @click.option(
     "--jack-center", type=click.Choice(["mean", "full"]), default="mean", show_default=True, help="Jackknife centre."
@@ -317,11 +241,11 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
       3  --fail-if-reject and a test rejected
       130  interrupted
     """
-    import numpy as np
+    import sys
 
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
-    from methodkit.tools.pls import api, methods
+    from methodkit.tools.pls import api, methods, runs
 
     run = Run.from_context()
     outputs = [run.output, per_split_path, null_path, loadings_path, coef_path, run.params.get("meta")]
@@ -330,13 +254,13 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
         raise UsageError(f"--null {null_path}: expected a .npy or .npz path")
     if select_k is not None and ks is not None:
         raise UsageError("pass either -k/--components or --select-k, not both")
-    k_list = _parse_ks(ks) if ks is not None else None
+    k_list = runs.parse_ks(ks) if ks is not None else None
     with _limit_threads(run, one_caller=True):
-        design = _load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
+        design = runs.load_design(run, input, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, weights)
         for message in design.warnings:
             warn(PROG, message)
-        k_list = k_list or ([] if select_k is not None else _parse_ks(ks))
-        kind, W = _directions(directions, run)
+        k_list = k_list or ([] if select_k is not None else runs.parse_ks(ks))
+        kind, W = runs.directions(directions, run)
         if perms < 99 and method in ("nb-perm", "all", "cvq2-perm"):
             warn(PROG, f"--perms {perms} < 99: the p-value floor 1/(B+1) = {1 / (perms + 1):.3g} is too coarse")
         options = api.Options(
@@ -384,13 +308,10 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
     record = run.write_meta()
     if record is not None:
         rows = [{**row, "meta": record} for row in rows]
-    if run.fmt == "table" or (run.fmt is None and run.output == "-" and _stdout_is_terminal()):
-        import pandas as pd
-
+    if run.fmt == "table" or (run.fmt is None and run.output == "-" and sys.stdout.isatty()):
         from methodkit.cli._common import _print_frame
 
-        keep = ["method", "k", "n", "p", "statistic", "pvalue", "reject", "n_fits", "seconds"]
-        frame = pd.DataFrame(rows)[keep]
+        frame = runs.summary_rows(rows)
         if run.output == "-":
             _print_frame(frame)  # the human table, also when piped with --format table
         else:
@@ -402,71 +323,20 @@ def test_(input, ks, target, x_glob, x_range, y_path, drop_nonnumeric, dropna, w
     if fail_if_reject and any(r.reject for r in results):
         hits = ", ".join(f"{r.method} k={r.k} p={r.pvalue:.3g}" for r in results if r.reject)
         raise CheckFailed(f"--fail-if-reject: rejected at alpha = {alpha}: {hits}")
-    del np
-
-
-def _stdout_is_terminal() -> bool:
-    import sys
-
-    return sys.stdout.isatty()
 
 
 def _write_files(run, design, results, per_split_path, null_path, loadings_path, loadings, coef_path):
-    import numpy as np
-    import pandas as pd
-
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
+    from methodkit.tools.pls import runs
 
     if per_split_path:
-        columns = ["method", "k", "split", "n_train", "n_test", "r", "z", "degenerate", "truncated"]
-        frames = [pd.DataFrame({"method": r.method, "k": r.k, **r.per_split}) for r in results if r.per_split]
-        table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-        io.write_table(table[columns], per_split_path, force=run.force)
+        io.write_table(runs.per_split_table(results), per_split_path, force=run.force)
     if null_path:
-        nulls = {f"{r.method}_k{r.k}": r.null for r in results if r.null is not None}
-        if not nulls:
-            raise UsageError("--null: no permutation method ran (use --method nb-perm, cvq2-perm or all)")
-        if null_path.endswith(".npy") and len(nulls) > 1:
-            raise UsageError(f"--null {null_path}: {len(nulls)} nulls ({', '.join(nulls)}); use a .npz path")
-        io.write_arrays(null_path, nulls, force=run.force)
+        io.write_arrays(null_path, runs.null_arrays(results, null_path), force=run.force)
     if loadings_path:
-        rows = []
-        K_max = max(loadings)
-        for K, block in loadings.items():
-            for kind in ("W", "W_varimax"):
-                for name, values in zip(design.names, block[kind]):
-                    rows.append({"k": K, "block": kind, "name": name, **_components(values, K_max)})
-            for i, values in enumerate(block["rotation"]):
-                rows.append({"k": K, "block": "rotation", "name": f"comp_{i + 1}", **_components(values, K_max)})
-        io.write_table(pd.DataFrame(rows), loadings_path, force=run.force)
+        io.write_table(runs.loadings_table(design, loadings), loadings_path, force=run.force)
     if coef_path:
-        tables = [r for r in results if r.coef_table is not None]
-        if not tables:
-            raise UsageError("--coef: the jackknife did not run (use --method jackknife or all)")
-        frames = []
-        for r in tables:
-            t = r.coef_table
-            frames.append(
-                pd.DataFrame(
-                    {
-                        "k": r.k,
-                        "variable": design.names,
-                        "coef": t["coef"],
-                        "sd": t["sd"],
-                        "t": t["t"],
-                        "df": t["df"],
-                        "p": t["p"],
-                        "p_holm": t["p_holm"],
-                    }
-                )
-            )
-        io.write_table(pd.concat(frames, ignore_index=True), coef_path, force=run.force)
-    del np
-
-
-def _components(values, K_max: int) -> dict:
-    return {f"comp_{j + 1}": (float(values[j]) if j < len(values) else None) for j in range(K_max)}
+        io.write_table(runs.coef_table(design, results), coef_path, force=run.force)
 
 
 @main.command("sim")
@@ -509,16 +379,13 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (simulated).")
 @click.option("--snr", type=float, default=0.3, show_default=True, help="Signal-to-noise ratio (simulated).")
 @click.option("--data", "data_source", default=None, metavar="DATA", help="Subsample rows of real data instead.")
-@click.option("--target", default=None, help="Response column of --data.")
-@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns of --data by glob.")
+@data_columns("Response column of --data.", "X columns of --data by glob.")
 @click.option("--null", "null", is_flag=True, help="Size study: y independent of X (permuted y with --data).")
 @click.option("-n", "--sizes", "sizes", default="40,60,80,100,120", show_default=True, help="Sample sizes.")
 @click.option("--reps", type=int, default=100, show_default=True, help="Replications per size.")
 @click.option("--methods", "method_list", default="nb,cvq2-perm", show_default=True, help="Methods, comma list.")
 @click.option("-k", "--components", "k", type=int, default=2, show_default=True, help="Components K.")
-@click.option("--splits", type=int, default=50, show_default=True, help="Splits J.")
-@click.option("--perms", type=int, default=200, show_default=True, help="Permutations B.")
-@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F.")
+@resampling("Splits J.", 200, "Permutations B.", "CV folds F.")
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
@@ -572,27 +439,19 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
-    from methodkit.tools.pls import api
+    from methodkit.tools.pls import api, runs
     from methodkit.tools.pls import power as power_mod
 
     run = Run.from_context()
     run.refuse_existing_output(run.output, summary_path)
-    try:
-        ns = [int(s) for s in sizes.split(",") if s.strip()]
-    except ValueError:
-        raise UsageError(f"-n/--sizes '{sizes}': expected a comma list of integers") from None
-    chosen = [m.strip() for m in method_list.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in ("nb", "nb-perm", "cvq2-perm", "jackknife")]
-    if unknown or not chosen:
-        raise UsageError(
-            f"--methods: unknown {', '.join(unknown) or '(none)'}; choose from nb, nb-perm, cvq2-perm, jackknife"
-        )
+    ns = runs.parse_sizes(sizes)
+    chosen = runs.parse_methods(method_list)
     if workers < 1:
         raise UsageError(f"--workers must be >= 1, got {workers}")
     with _limit_threads(run):
         design = None
         if data_source:
-            design = _load_design(run, data_source, target, x_glob, None, None, False, False)
+            design = runs.load_design(run, data_source, target, x_glob, None, None, False, False)
         scenario = power_mod.Scenario(geometry, p, active, snr, design, null)
         options = api.Options(splits=splits, perms=perms, folds=folds, seed=run.seed, alpha=alpha, force_nb=force_nb)
         with run.progress() as progress:
@@ -615,12 +474,9 @@ def power(geometry, p, active, snr, data_source, target, x_glob, null, sizes, re
     metavar="DATA",
     help="Data to time on (default builtin:tecator:fat when fetched, else a simulated 215 x 100 design).",
 )
-@click.option("--target", default=None, help="Response column of --data.")
-@click.option("--x", "x_glob", default=None, metavar="GLOB", help="X columns of --data by glob.")
+@data_columns("Response column of --data.", "X columns of --data by glob.")
 @click.option("-k", "--components", "k", type=int, default=3, show_default=True, help="Components K.")
-@click.option("--splits", type=int, default=50, show_default=True, help="NB splits J.")
-@click.option("--perms", type=int, default=1000, show_default=True, help="CV-permutation B.")
-@click.option("--folds", type=int, default=5, show_default=True, help="CV folds F.")
+@resampling("NB splits J.", 1000, "CV-permutation B.", "CV folds F.")
 @click.option("--rounds", type=int, default=7, show_default=True, help="Interleaved [CV-perm, NB] rounds.")
 @click.option(
     "--ref-perms",
@@ -657,23 +513,16 @@ def bench(data_source, target, x_glob, k, splits, perms, folds, rounds, ref_perm
 
     if rounds < 1 or ref_perms < 1:
         raise UsageError(f"--rounds and --ref-perms must be >= 1, got {rounds} and {ref_perms}")
-    import numpy as np
     import pandas as pd
 
-    from methodkit.tools.pls import benchmark, debian_data
-    from methodkit.tools.pls.data import from_arrays
-    from methodkit.tools.pls.simulate import simulate
+    from methodkit.tools.pls import benchmark, runs
 
     run = Run.from_context()
     run.refuse_existing_output()
     with _limit_threads(run, one_caller=True):
-        if data_source is None and debian_data.parquet_path("tecator").exists():
-            data_source = "builtin:tecator:fat"
-        if data_source is None:
-            X, y = simulate("toeplitz0.5", 215, 100, snr=1.0, rng=np.random.default_rng(run.seed))
-            design = from_arrays(X, y, "simulated toeplitz0.5 215x100")
-        else:
-            design = _load_design(run, data_source, target, x_glob, None, None, False, False)
+        data_source, design = runs.bench_design(data_source, run.seed)
+        if design is None:
+            design = runs.load_design(run, data_source, target, x_glob, None, None, False, False)
         with run.progress() as progress:
             rows = benchmark.run(design, k, splits, perms, folds, rounds, ref_perms, run.seed, progress)
     run.emit_table(pd.DataFrame(rows))

@@ -71,3 +71,22 @@ def single_blas() -> Iterator[None]:
 
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+def idle_cores(load: float | None = None, cores: int | None = None) -> int:
+    """Cores not busy now: usable cores minus the 1-minute load average, at least one (as `make -l`).
+
+    For tools whose results do not depend on the thread count: on a machine that others keep busy, all
+    cores made nogil kernels on a thread pool 1.2-1.4x slower than one thread (each thread waits for the
+    slowest core), while an idle machine gets every core."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            load = 0.0
+    return max(1, min(cores, int(cores - load + 0.5)))

@@ -99,7 +99,8 @@ def main() -> int:
     load_after = os.getloadavg()[0]
     notes = [
         "",
-        f"default = no -j (all {os.cpu_count()} cores); j1 = -j 1; medians of interleaved pairs after a warm-up run;",
+        f"default = no -j (the tool's default: all {os.cpu_count()} cores unless its -j help says otherwise, e.g. "
+        "chess-wm 1 torch thread, cbf-fit the idle cores); j1 = -j 1; medians of interleaved pairs after a warm-up run;",
         "wall_x, cpu_x = default / j1 (wall: the criterion, <= 1.10; CPU: user + sys of the process tree).",
         f"1-minute load average {load_before:.1f} before, {load_after:.1f} after, on {os.cpu_count()} cores.",
         "",

@@ -10,9 +10,10 @@ import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.chess_wm import kernels, play, spec
+from methodkit.tools.chess_wm.lengths import NUMBA_PLY_BUFFER as DEFAULT_CAP
+from methodkit.tools.chess_wm.lengths import check_length_flags, keep_long_games
 
 STATUS = {0: "cut", 1: "checkmate", 2: "stalemate", 3: "insufficient_material", 4: "fifty_moves", 5: "threefold"}
-DEFAULT_CAP = 4096
 
 
 def position_from_fen(fen: str):
@@ -71,14 +72,14 @@ def random_games(
     if n_games <= 0:
         raise UsageError(f"--games must be positive, got {n_games}")
     cap = max_plies if max_plies is not None else DEFAULT_CAP
-    kept, index = 0, 0
-    while kept < n_games:
+    check_length_flags(min_fullmoves, max_plies, engine_cap=cap)
+
+    def play_one(index: int):
         tokens, states, status = random_game(seed, index, cap, ep)
-        index += 1
-        if (len(tokens) - 1) // 2 < min_fullmoves:
-            continue
-        kept += 1
-        yield Game(tokens, states, make_game_id("random-numba", str(seed), str(index - 1)), _result(status, states))
+        return len(tokens) - 1, (tokens, states, status)
+
+    for index, (tokens, states, status) in keep_long_games(play_one, n_games, min_fullmoves):
+        yield Game(tokens, states, make_game_id("random-numba", str(seed), str(index)), _result(status, states))
 
 
 def _result(status: str, states) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.chess_wm.board import game_arrays
 from methodkit.tools.chess_wm.data import Game, make_game_id
+from methodkit.tools.chess_wm.lengths import check_length_flags, keep_long_games
 
 DEFAULT_BOOK = "/usr/share/games/gnuchess/book.bin"
 STOCKFISH_PATHS = ("/usr/games/stockfish", "/usr/bin/stockfish")
@@ -66,23 +67,41 @@ def random_games(
     """`n_games` random games (short games are dropped and replaced by the next seeds)."""
     if n_games <= 0:
         raise UsageError(f"--games must be positive, got {n_games}")
-    if max_plies is not None and max_plies < 2 * min_fullmoves:
-        raise UsageError(f"--max-plies {max_plies} is below --min-fullmoves {min_fullmoves} x 2")
-    kept, index = 0, 0
-    while kept < n_games:
+    check_length_flags(min_fullmoves, max_plies)
+
+    def play_one(index: int):
         moves, board, _ = play_random(game_rng(seed, index), max_plies)
-        index += 1
-        if len(moves) // 2 < min_fullmoves:
-            continue
-        kept += 1
+        return len(moves), (moves, board)
+
+    for index, (moves, board) in keep_long_games(play_one, n_games, min_fullmoves):
         tokens, states = game_arrays(moves, ep)
         result = board.result(claim_draw=True)
         if pgn_sink is not None:
-            pgn_sink.append(_pgn_text(moves, {"Event": "chess-wm random", "Round": str(index - 1), "Result": result}))
-        yield Game(tokens, states, make_game_id("random", str(seed), str(index - 1)), result)
+            pgn_sink.append(_pgn_text(moves, {"Event": "chess-wm random", "Round": str(index), "Result": result}))
+        yield Game(tokens, states, make_game_id("random", str(seed), str(index)), result)
 
 
 # ---------------------------------------------------------------- book self-play
+
+
+def parse_nodes(nodes: str) -> tuple[int, int]:
+    """--nodes MIN,MAX (Stockfish's node budget range per move)."""
+    try:
+        low, high = (int(v) for v in nodes.split(","))
+        if not 0 < low <= high:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--nodes must be MIN,MAX with 0 < MIN <= MAX, got {nodes!r}") from None
+    return low, high
+
+
+def numba_book_games(games: int, seed: int, book: str, max_plies: int, temperature: float, ep: str):
+    """Book + heuristic self-play on the Numba engine (`book` '' for none): data.Game records."""
+    from methodkit.tools.chess_wm import engine as numba_engine
+
+    polyglot = numba_engine.load_book(book) if book else None
+    params = numba_engine.HeuristicParams(temperature=temperature)
+    return numba_engine.book_games(games, seed, book=polyglot, max_plies=max_plies, params=params, ep=ep)
 
 
 @dataclass(frozen=True)

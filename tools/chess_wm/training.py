@@ -81,6 +81,14 @@ class TrainOptions:
     val_games: int = 256  # validation games scored at each logged step
     seed: int = 0
 
+    @classmethod
+    def from_params(cls, params: dict, **overrides) -> TrainOptions:
+        """The options among a command's parameters (the rest are ignored)."""
+        from dataclasses import fields
+
+        values = {f.name: params[f.name] for f in fields(cls) if f.name in params}
+        return cls(**{**values, **overrides})
+
 
 @dataclass
 class TrainRun:
@@ -273,10 +281,11 @@ def sweep(
     return {"runs": len(rows), "best": best, "sweep_csv": str(out / "sweep.csv")}
 
 
-def load_model(path: str | os.PathLike, data_spec: dict | None = None, device: str = "cpu", kernel: str | None = None):
-    """A trained WorldModel from `model.safetensors` (or its folder); refuses data of another spec."""
+def checkpoint_path(path: str | os.PathLike) -> Path:
+    """The model file of a run folder or .safetensors path; DataError when it or its sidecar is missing.
+
+    Cheap (no torch): commands call it on --checkpoint before they read any input."""
     from methodkit.core import checkpoint
-    from methodkit.tools.chess_wm.models import ModelConfig, build_model
 
     path = Path(path)
     if path.is_dir():
@@ -284,6 +293,16 @@ def load_model(path: str | os.PathLike, data_spec: dict | None = None, device: s
     side = checkpoint.sidecar_path(path)
     if not side.is_file():
         raise DataError(f"{path}: no such checkpoint (expected {path.name} and {side.name})")
+    return path
+
+
+def load_model(path: str | os.PathLike, data_spec: dict | None = None, device: str = "cpu", kernel: str | None = None):
+    """A trained WorldModel from `model.safetensors` (or its folder); refuses data of another spec."""
+    from methodkit.core import checkpoint
+    from methodkit.tools.chess_wm.models import ModelConfig, build_model
+
+    path = checkpoint_path(path)
+    side = checkpoint.sidecar_path(path)
     try:
         sidecar = json.loads(side.read_text())
         cfg = ModelConfig(**sidecar["config"])

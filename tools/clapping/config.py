@@ -79,3 +79,48 @@ def check_settings(cfg: RunConfig, link_width: int) -> None:
     partition(cfg.blocks, cfg.stages)
     for spec in (cfg.compressor, cfg.grad_compressor or cfg.compressor):
         compress.parse(spec, link_width)
+
+
+def check_run_folder(folder: str, resume: bool, force: bool) -> None:
+    """-o DIR of `run`: a folder to create, or one with a checkpoint to --resume, or --force over it."""
+    from pathlib import Path
+
+    from methodkit.core.errors import UsageError
+
+    if folder == "-":
+        raise UsageError("pass the run folder with -o DIR")
+    path = Path(folder)
+    if resume and not (path / "ckpt").is_dir():
+        raise UsageError(f"--resume: no checkpoint in {path / 'ckpt'}")
+    if not resume and path.exists() and any(path.iterdir()) and not force:
+        raise UsageError(f"{folder}: folder is not empty; pass --force to overwrite (or --resume)")
+
+
+def write_run(folder: str, result, summary: dict) -> None:
+    """log.csv, comm.csv and run.json of a finished run into its folder."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from methodkit.core import io
+
+    io.write_table(pd.DataFrame(result.log), Path(folder) / "log.csv", force=True)
+    io.write_table(pd.DataFrame(result.comm), Path(folder) / "comm.csv", force=True)
+    io.write_json(summary, Path(folder) / "run.json", force=True, indent=1)
+
+
+def select_columns(frame, target: str | None, columns: str | None, categorical: list[str]):
+    """mlp-csv's table cut to --columns (all by default) and --target, every named column checked."""
+    from methodkit.core.errors import UsageError
+    from methodkit.core.io import require_columns
+
+    if not target:
+        raise UsageError("--task mlp-csv needs --target COLUMN")
+    require_columns(frame, [target, *categorical], flag="--target/--categorical")
+    if columns:
+        keep = [c for c in columns.split(",") if c]
+        require_columns(frame, keep + [target], flag="--columns")
+        source = frame.attrs.get("source")
+        frame = frame[keep + [target]]
+        frame.attrs["source"] = source
+    return frame

@@ -184,24 +184,13 @@ def run(
 
 
 def _on_dask(pending, problems, victims, config, scheduler, dask_workers, finished) -> None:
-    from methodkit.core.errors import require
+    from methodkit.core.dask_client import dask_client
 
-    distributed = require("distributed", "gbdt")
-    if scheduler == "local":
-        # threads in this process: LightGBM trains outside the GIL, and nothing is pickled. The
-        # scheduler's HTTP server starts even without a dashboard: a free local port avoids a
-        # "port 8787 in use" warning when another cluster runs.
-        cluster = distributed.LocalCluster(
-            processes=False, n_workers=1, threads_per_worker=dask_workers, dashboard_address="127.0.0.1:0"
-        )
-        client = distributed.Client(cluster)
-    else:
-        try:
-            client = distributed.Client(scheduler, timeout="10s")
-        except OSError as exc:
-            raise UsageError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
-        cluster = None
-    try:
+    # threads in this process: LightGBM trains outside the GIL, and nothing is pickled. The scheduler's
+    # HTTP server starts even without a dashboard: a free local port avoids a "port 8787 in use" warning
+    # when another cluster runs.
+    local = {"processes": False, "n_workers": 1, "threads_per_worker": dask_workers, "dashboard_address": "127.0.0.1:0"}
+    with dask_client(scheduler, "gbdt", **local) as (distributed, client):
         futures = {}
         for task in pending:
             future = client.submit(
@@ -210,7 +199,3 @@ def _on_dask(pending, problems, victims, config, scheduler, dask_workers, finish
             futures[future.key] = (future, task)
         for future in distributed.as_completed([f for f, _ in futures.values()]):
             finished(futures[future.key][1], *future.result())
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()

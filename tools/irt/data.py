@@ -197,6 +197,7 @@ def read_headerless_csv(raw: bytes, name: str):
     """A wide CSV without header (PSN-IRT's combine.csv): columns become i1..iJ."""
     import pandas as pd
 
+    _refuse_ragged_rows(raw, name)
     try:
         frame = pd.read_csv(_io.BytesIO(raw), header=None)
     except pd.errors.ParserError as exc:
@@ -206,6 +207,21 @@ def read_headerless_csv(raw: bytes, name: str):
     frame.columns = [f"i{j + 1}" for j in range(frame.shape[1])]
     frame.attrs["source"] = name
     return frame
+
+
+def _refuse_ragged_rows(raw: bytes, name: str) -> None:
+    """Every row as long as the first: pandas pads a short row with NaN (read as missing responses)."""
+    import csv
+
+    reader = csv.reader(_io.StringIO(raw.decode("utf-8", errors="replace"), newline=""))
+    expected = None
+    for row in reader:
+        if not row:
+            continue
+        if expected is None:
+            expected = len(row)
+        elif len(row) != expected:
+            raise DataError(f"{name}: line {reader.line_num}: expected {expected} fields, saw {len(row)}")
 
 
 def from_table(frame, name: str, binarize: float | None = None) -> ResponseData:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
+from methodkit.core.memory import guard_memory
 from methodkit.tools.irt import profiles as prof
 from methodkit.tools.irt.data import MISSING, ResponseData
 from methodkit.tools.irt.models import MODELS, prob
@@ -137,12 +138,20 @@ def _items_from_file(spec: DrawSpec, rng):
     return a, b, c, str(spec.items_file), J, float(np.mean(b))
 
 
+# P and two uniform draws in float64, Y, and a long table's int64 indices and ids when written as one.
+BYTES_PER_CELL = 64
+
+
 def draw(spec: DrawSpec, seed: int | np.random.SeedSequence) -> ResponseData:
     """One response matrix with its generating truth; meta records the full spec and seed."""
     spec.check()
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     rng = np.random.Generator(np.random.PCG64(seq))
     a, b, c, bench, J, mu_b = items(spec, rng)
+    cells = spec.n_models * J
+    guard_memory(
+        cells * BYTES_PER_CELL, f"a {spec.n_models:,} x {J:,} response matrix", "-N/--n-models or -J/--n-items"
+    )
     theta = capabilities(spec, rng)
     P = prob(theta, a, b, c)
     Y = (rng.random(P.shape) < P).astype(np.uint8)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from methodkit.core.errors import DataError, UsageError
+from methodkit.core.errors import DataError
 from methodkit.tools.irt import estimators as est_mod
 from methodkit.tools.irt import evaluate
 from methodkit.tools.irt.data import MISSING
@@ -232,27 +232,14 @@ def execute(grid: Grid, todo: list[Task], sink, *, scheduler: str = "local", cal
             if callback is not None:
                 callback("sweep", i, total)
         return total
-    from methodkit.core.errors import require
+    from methodkit.core.dask_client import dask_client
 
-    distributed = require("distributed", "irt")
-    if scheduler == "local":
-        # one in-process worker thread: Numba and torch parallelise inside each fit
-        cluster = distributed.LocalCluster(processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None)
-        client = distributed.Client(cluster)
-    else:
-        try:
-            client = distributed.Client(scheduler, timeout="10s")
-        except OSError as exc:
-            raise UsageError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
-        cluster = None
-    try:
+    # one in-process worker thread: Numba and torch parallelise inside each fit
+    local = {"processes": False, "n_workers": 1, "threads_per_worker": 1, "dashboard_address": None}
+    with dask_client(scheduler, "irt", **local) as (distributed, client):
         futures = [client.submit(run_task, grid, task, pure=False) for task in todo]
         for i, future in enumerate(distributed.as_completed(futures), start=1):
             sink(future.result())
             if callback is not None:
                 callback("sweep", i, total)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     return total

@@ -112,21 +112,10 @@ def curves(
 
 def _on_dask(scenario, tasks, args, scheduler, workers, processes, progress) -> list:
     """Run the replications as Dask tasks; results come back in task order whatever order they finish."""
-    from methodkit.core.errors import require
+    from methodkit.core.dask_client import dask_client
 
-    distributed = require("distributed", "pls")
-    if scheduler == "local":
-        cluster = distributed.LocalCluster(
-            n_workers=workers or 2, threads_per_worker=1, processes=processes, dashboard_address=":0"
-        )
-        client = distributed.Client(cluster)
-    else:
-        try:
-            client = distributed.Client(scheduler, timeout="10s")
-        except OSError as exc:
-            raise UsageError(f"--scheduler {scheduler}: cannot connect ({exc})") from None
-        cluster = None
-    try:
+    local = {"n_workers": workers or 2, "threads_per_worker": 1, "processes": processes, "dashboard_address": ":0"}
+    with dask_client(scheduler, "pls", **local) as (distributed, client):
         shared = client.scatter(scenario, broadcast=True)
         futures = [client.submit(_replication_one_thread, shared, n, child, *args, pure=False) for n, child in tasks]
         index = {future.key: i for i, future in enumerate(futures)}
@@ -136,10 +125,6 @@ def _on_dask(scenario, tasks, args, scheduler, workers, processes, progress) -> 
             results[index[future.key]] = future.result()
             progress("replications", done, len(tasks))
         return results
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def _replication_one_thread(*args):

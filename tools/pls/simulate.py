@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from methodkit.core.errors import UsageError
+from methodkit.core.memory import guard_memory
 
 GEOMETRIES = ("iid", "toeplitz0.5", "onefactor")
 FACTOR_LOADING = 0.7
@@ -40,6 +41,10 @@ def covariance(name: str, p: int) -> np.ndarray:
     return np.outer(lam, lam) + np.diag(1.0 - lam**2)
 
 
+# float64 Z and X, the output frame's copy and its formatted text: about four doubles per cell.
+BYTES_PER_CELL = 4 * 8
+
+
 def simulate(
     geometry: str, n: int, p: int, *, active: int = 5, snr: float = 0.3, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -51,6 +56,7 @@ def simulate(
     if snr < 0:
         raise UsageError(f"--snr must be >= 0, got {snr}")
     kind, value = parse_geometry(geometry)
+    guard_memory(n * p * BYTES_PER_CELL, f"a {n:,} x {p:,} table", "-n/--rows or -p/--columns")
     Z = rng.standard_normal((n, p))
     if kind == "iid":
         X = Z
