@@ -98,13 +98,17 @@ def _hull(xy: np.ndarray) -> np.ndarray:
     def half(points):
         out = []
         for p in points:
-            while len(out) >= 2 and np.cross(out[-1] - out[-2], p - out[-2]) <= 0:
+            while len(out) >= 2 and _cross(out[-1] - out[-2], p - out[-2]) <= 0:
                 out.pop()
             out.append(p)
         return out
 
     lower, upper = half(pts), half(pts[::-1])
     return np.array(lower[:-1] + upper[:-1])
+
+
+def _cross(a, b) -> float:
+    return float(a[0] * b[1] - a[1] * b[0])
 
 
 def _area(poly: np.ndarray) -> float:
@@ -158,6 +162,8 @@ def fit(points: np.ndarray, *, allow_sphere: bool = True) -> tuple[str, list, li
     if len(points) < 8:
         raise DataError(f"too few points to fit a primitive ({len(points)})")
     zmin, zmax = float(points[:, 2].min()), float(points[:, 2].max())
+    if zmin < 0.02:  # near the floor: it rests on it (a rounded bottom curves out of view)
+        zmin = 0.0
     height = max(zmax - zmin, 1e-3)
     if allow_sphere and len(points) >= 20:
         c, r, resid = _sphere(points)
@@ -167,13 +173,20 @@ def fit(points: np.ndarray, *, allow_sphere: bool = True) -> tuple[str, list, li
     top = points[points[:, 2] > zmax - TOP_SLAB]
     src = top if len(top) >= 12 else points
     centre, ext, ang, fill = min_area_rect(src[:, :2])
-    if fill < 0.9 and len(src) >= 12:  # round footprint
-        hull = _hull(points[:, :2])
-        ring = _densify(hull)
-        c2, r = _circle(ring)
-        spread = float(np.max(np.linalg.norm(top[:, :2] - c2, axis=1))) if len(top) else 0.0
-        shape = "cylinder" if spread > 0.7 * r else "vase"
-        return shape, [float(c2[0]), float(c2[1]), (zmin + zmax) / 2], [2 * r, 2 * r, height], 0.0
+    axis = np.median(top[:, :2], axis=0) if len(top) else centre  # above the axis of a round object
+    zmid = (zmin + zmax) / 2  # the middle band: a capsule's straight part, a cylinder's or a box's sides
+    side = points[np.abs(points[:, 2] - zmid) < 0.15 * height]
+    if len(side) >= 12:  # round iff the side's horizontal distance from the axis is constant (< 10%)
+        rad = np.linalg.norm(side[:, :2] - axis, axis=1)
+        is_round = float(np.std(rad) / max(np.mean(rad), 1e-9)) < 0.1
+    else:
+        is_round = fill < 0.9
+    if is_round:
+        r = float(np.percentile(np.linalg.norm(points[:, :2] - axis, axis=1), 98))
+        # a flat top reaches the rim; a capsule's cap is only ~0.5 r wide 4 mm below its apex
+        spread = float(np.percentile(np.linalg.norm(top[:, :2] - axis, axis=1), 90)) if len(top) else 0.0
+        shape = "cylinder" if spread > 0.72 * r else "vase"
+        return shape, [float(axis[0]), float(axis[1]), (zmin + zmax) / 2], [2 * r, 2 * r, height], 0.0
     return "box", [float(centre[0]), float(centre[1]), (zmin + zmax) / 2], [float(ext[0]), float(ext[1]), height], \
         math.degrees(ang)
 

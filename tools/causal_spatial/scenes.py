@@ -85,7 +85,10 @@ def random_dims(rng: np.random.Generator, shape: str, scale: float = 1.0) -> dic
         return {"w": w, "d": rng.uniform(0.05, 0.09) * scale, "h": rng.uniform(0.06, 0.11) * scale}
     if shape == "sphere":
         return {"r": rng.uniform(0.032, 0.045) * scale}
-    return {"r": rng.uniform(0.025, 0.04) * scale, "h": rng.uniform(0.07, 0.11) * scale}
+    r = rng.uniform(0.025, 0.04) * scale
+    if shape == "vase":  # tall enough not to be a ball
+        return {"r": r, "h": max(rng.uniform(0.07, 0.11) * scale, 2.6 * r)}
+    return {"r": r, "h": rng.uniform(0.07, 0.11) * scale}
 
 
 def height_of(shape: str, dims: dict) -> float:
