@@ -159,8 +159,10 @@ def export(bench, export_format, output, **_):
 @click.option("--train", "train_bench", type=click.Path(file_okay=False), default=None,
               help="A disjoint benchmark the majority and text-prior baselines learn from.")  # fmt: skip
 @click.option("--resume", is_flag=True, help="Keep the predictions already in -o and ask only for the rest.")
+@click.option("--allow-version-drift", is_flag=True,
+              help="Accept COW outputs simulated with another MuJoCo version than the benchmark's answers.")
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def eval_(bench, cow_dir, frames, train_bench, resume, output, **_):
+def eval_(bench, cow_dir, frames, train_bench, resume, allow_version_drift, output, **_):
     """Ask a model or a baseline every item; writes one JSON line per item (id, answer, text, error).
 
     The prompt is the question, its options and the official JSON answer template; with
@@ -172,7 +174,7 @@ def eval_(bench, cow_dir, frames, train_bench, resume, output, **_):
     from methodkit.tools.causal_spatial import bench_io, evaluate
 
     run = Run.from_context()
-    items, folder, sha = evaluate.load_bench(bench)
+    items, folder, meta = evaluate.load_bench(bench)
     done = []
     if resume and output not in ("-", None):
         from pathlib import Path
@@ -184,8 +186,9 @@ def eval_(bench, cow_dir, frames, train_bench, resume, output, **_):
     endpoint = None if spec.kind == "baseline" else endpoint_from_options(run.params, BASELINES)
     with run.progress() as progress:
         new = evaluate.evaluate(items, folder, spec, endpoint=endpoint, cow_dir=cow_dir, frames=frames,
-                                done_ids={d["id"] for d in done}, train=train, seed=run.seed, bench_sha=sha,
-                                progress=progress)  # fmt: skip
+                                done_ids={d["id"] for d in done}, train=train, seed=run.seed,
+                                bench_sha=meta.get("bench_sha256"), mujoco_version=meta.get("mujoco_version"),
+                                allow_drift=allow_version_drift, progress=progress)  # fmt: skip
     body = "".join(io.dumps_json(r) + "\n" for r in [*done, *new]).encode()
     with io.atomic_write(output, force=run.force or resume) as handle:
         handle.write(body)

@@ -34,9 +34,13 @@ DEMO = [
 @click.option("--fps", type=click.IntRange(1, 60), default=8, show_default=True, help="Video frame rate.")
 @click.option("--annotate", is_flag=True, help="Draw the mover's path and flash contacts red.")
 @click.option("--no-video", is_flag=True, help="Frames and cow.json only.")
+@click.option("--grounder", default=None, metavar="openai:MODEL",
+              help="Ground mover and motion by asking this model for JSON [default: the built-in grammar].")
+@click.option("--base-url", metavar="URL", default=None,
+              help="Server for --grounder [default: $OPENAI_BASE_URL]; key from $OPENAI_API_KEY only.")
 @gl_option
 @common_options("force", "meta", "quiet", "verbose")
-def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, gl_backend, **_):
+def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, grounder, base_url, gl_backend, **_):
     """Simulate each item's hypothetical motion and render it (COW on CPU).
 
     perceive (the default, used for all claims) reads only the item's RGB image, depth,
@@ -71,7 +75,18 @@ def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, gl_backend
                                    render=gl_backend != "none", video=not no_video)  # fmt: skip
     lines = []
     id_list = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
+    endpoint = None
+    if grounder:
+        from methodkit.core.endpoint import Endpoint, ResponseCache, default_cache_path, parse_spec
+        from methodkit.core.errors import UsageError
+
+        spec = parse_spec(grounder, ())
+        if spec.kind != "openai":
+            raise UsageError(f"--grounder: expected openai:MODEL, got {grounder!r}")
+        endpoint = Endpoint(spec, base_url=base_url, cache=ResponseCache(default_cache_path()),
+                            params={"temperature": 0, "seed": 0})  # fmt: skip
     with run.progress() as progress:
-        simulate_bench.run(bench, out_dir, cfg, ids=id_list, progress=progress, on_item=lines.append)
+        simulate_bench.run(bench, out_dir, cfg, ids=id_list, progress=progress, on_item=lines.append,
+                           grounder=endpoint)  # fmt: skip
     sys.stdout.write("".join(io.dumps_json(rec) + "\n" for rec in lines))
     run.write_meta()

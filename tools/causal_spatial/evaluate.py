@@ -26,10 +26,12 @@ def prompt(item: dict, with_cow: bool) -> str:
     return text + "\n" + COW_NOTE if with_cow else text
 
 
-def check_cow(cow_dir: str, items: list[dict], frames: list[int], bench_sha: str | None, *, need_frames: bool) -> None:
-    """Every item must have its COW record (and the frames asked for) from this very benchmark."""
+def check_cow(cow_dir: str, items: list[dict], frames: list[int], bench_sha: str | None, *, need_frames: bool,
+              mujoco_version: str | None = None, allow_drift: bool = False) -> None:  # fmt: skip
+    """Every item must have its COW record (and the frames asked for) from this very benchmark, simulated
+    by the MuJoCo version that made its answers (unless `allow_drift`)."""
     folder = Path(cow_dir)
-    missing, short, other = [], [], []
+    missing, short, other, drift = [], [], [], []
     for it in items:
         path = folder / it["id"] / "cow.json"
         if not path.is_file():
@@ -40,12 +42,17 @@ def check_cow(cow_dir: str, items: list[dict], frames: list[int], bench_sha: str
             other.append(it["id"])
         if need_frames and any(k >= len(rec.get("frames", [])) for k in frames):
             short.append(it["id"])
+        if mujoco_version and rec.get("mujoco_version") not in (None, mujoco_version) and not allow_drift:
+            drift.append(it["id"])
     if missing:
         raise DataError(f"--cow {cow_dir}: no COW output for {len(missing)} item(s): {', '.join(missing[:6])}"
                         " (run cow-simulate on them; items are never evaluated image-only silently)")  # fmt: skip
     if other:
         raise DataError(f"--cow {cow_dir}: simulated from another benchmark (generator hash differs) for "
                         f"{', '.join(other[:6])}")  # fmt: skip
+    if drift:
+        raise DataError(f"--cow {cow_dir}: simulated with another MuJoCo version than the benchmark's answers for "
+                        f"{', '.join(drift[:6])}; pass --allow-version-drift to compare anyway")  # fmt: skip
     if short:
         raise DataError(f"--frames {','.join(map(str, frames))}: beyond the frames COW wrote for {', '.join(short[:6])}")
 
@@ -58,7 +65,8 @@ def _record(item, model: str, text: str | None, error: str | None, cow: bool, fr
 
 def evaluate(items: list[dict], bench: str | None, spec, *, endpoint=None, cow_dir: str | None = None,
              frames=(1, 3, 5), done_ids=(), train: list[dict] | None = None, seed: int = 0,
-             bench_sha: str | None = None, progress=silent) -> list[dict]:  # fmt: skip
+             bench_sha: str | None = None, mujoco_version: str | None = None, allow_drift: bool = False,
+             progress=silent) -> list[dict]:  # fmt: skip
     """New prediction records for the items not in `done_ids`."""
     todo = [it for it in items if it["id"] not in set(done_ids)]
     name = spec.text
@@ -66,7 +74,8 @@ def evaluate(items: list[dict], bench: str | None, spec, *, endpoint=None, cow_d
     if name == "cow-reader" and not with_cow:
         raise UsageError("--model cow-reader reads COW outputs; pass --cow COWDIR")
     if with_cow:
-        check_cow(cow_dir, todo, list(frames), bench_sha, need_frames=name != "cow-reader")
+        check_cow(cow_dir, todo, list(frames), bench_sha, need_frames=name != "cow-reader",
+                  mujoco_version=mujoco_version, allow_drift=allow_drift)  # fmt: skip
     if spec.kind == "baseline":
         if name in baselines.NEEDS_TRAIN and not train:
             raise UsageError(f"--model {name} learns its prior from a disjoint benchmark; pass --train BENCH")
@@ -101,11 +110,11 @@ def evaluate(items: list[dict], bench: str | None, spec, *, endpoint=None, cow_d
     return [_record(it, name, a.text, None, with_cow, frames) for it, a in zip(todo, answers)]
 
 
-def load_bench(path: str) -> tuple[list[dict], str | None, str | None]:
-    """(items, bench folder or None, bench hash) from a generated folder or a CausalSpatial-style Parquet."""
+def load_bench(path: str) -> tuple[list[dict], str | None, dict]:
+    """(items, bench folder or None, meta) from a generated folder or a CausalSpatial-style Parquet."""
     p = Path(path)
     if p.is_dir():
-        return bench_io.load_items(p), str(p), bench_io.load_meta(p).get("bench_sha256")
+        return bench_io.load_items(p), str(p), bench_io.load_meta(p)
     if p.suffix != ".parquet":
         raise DataError(f"{path}: expected a benchmark folder or a .parquet file")
     import pandas as pd
@@ -135,4 +144,4 @@ def load_bench(path: str) -> tuple[list[dict], str | None, str | None]:
         items.append({"id": iid, "task": task, "level": level, "question": rec["question"],
                       "answer": str(rec["answer"]).strip("() "), "not_sure": rec.get("not_sure"),
                       "options": options, "image_bytes": bytes(img)})  # fmt: skip
-    return items, None, None
+    return items, None, {}

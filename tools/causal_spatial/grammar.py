@@ -64,3 +64,35 @@ def ground(question: str) -> Grounding:
         return Grounding(task, "launch", m.group(1).lower(), speed=float(m.group(2)), elevation=float(m.group(3)),
                          targets=option_colours, options=options)  # fmt: skip
     raise DataError(f"cannot ground the question (no known motion phrase): {stem[:80]!r}")
+
+
+GROUNDER_PROMPT = (
+    "Read this question about a 3D scene and return only a JSON object with the keys: task (one of "
+    "collision, compatibility, occlusion, trajectory), kind (linear, release, translate or launch), mover (the "
+    "colour of the moving object, or 'car'), distance (metres or null), speed (m/s or null), elevation (degrees "
+    "or null), targets (list of the colours of the objects the question or its options ask about).\n\n"
+)
+
+
+def ground_with_model(questions: list[str], endpoint) -> list[Grounding]:
+    """--grounder: ask a model for {object, motion} as JSON (through core.endpoint), one request per question."""
+    from methodkit.core.endpoint import Request, parse_json
+
+    answers = endpoint.ask_many([Request.user(GROUNDER_PROMPT + q) for q in questions])
+    out = []
+    for q, a in zip(questions, answers):
+        parsed = parse_json(a.text)
+        v = parsed.value if parsed.ok else None
+        if not isinstance(v, dict) or v.get("task") not in {"collision", "compatibility", "occlusion", "trajectory"}:
+            raise DataError(f"--grounder: unusable grounding for {q.splitlines()[0][:60]!r}: {a.text[:80]!r}")
+        options = {m.group(1): m.group(2) for m in OPTION.finditer(q)}
+
+        def num(key, v=v):
+            x = v.get(key)
+            return float(x) if isinstance(x, int | float) else None
+
+        targets = [str(t).lower() for t in v.get("targets") or [] if str(t).lower() in PALETTE]
+        out.append(Grounding(v["task"], str(v.get("kind")), str(v.get("mover") or "").lower() or None,
+                             distance=num("distance"), speed=num("speed"), elevation=num("elevation"),
+                             targets=targets, options=options))  # fmt: skip
+    return out

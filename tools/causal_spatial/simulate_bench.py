@@ -23,8 +23,8 @@ class CowConfig:
     video: bool = True
 
 
-def simulate_item(bench, item: dict, cfg: CowConfig, renderer, size: int) -> tuple[dict, cow.Outcome]:
-    g = grammar.ground(item["question"])
+def simulate_item(bench, item: dict, cfg: CowConfig, renderer, size: int, g=None) -> tuple[dict, cow.Outcome]:
+    g = g or grammar.ground(item["question"])
     if cfg.scene == "perceive":
         world = cow.perceived_world(bench_io.image(bench, item), bench_io.sensors(bench, item), g.task, size)
     else:
@@ -42,8 +42,10 @@ def simulate_item(bench, item: dict, cfg: CowConfig, renderer, size: int) -> tup
     return record, outcome
 
 
-def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = None, progress=silent, on_item=None) -> dict:
-    """Simulate items; returns a summary. `on_item(record)` hears each item's summary line."""
+def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = None, progress=silent, on_item=None,
+        grounder=None) -> dict:  # fmt: skip
+    """Simulate items; returns a summary. `on_item(record)` hears each item's summary line; `grounder`
+    (an Endpoint) grounds the questions instead of the grammar."""
     import numpy as np
 
     from methodkit.core.render import video
@@ -59,6 +61,7 @@ def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = Non
     if cfg.render and not meta.get("images"):
         raise DataError(f"{bench}: generated without images (--gl none); pass --gl none here too")
     size = int(meta["config"]["size"])
+    groundings = grammar.ground_with_model([it["question"] for it in items], grounder) if grounder else None
     renderer = None
     if cfg.render:
         from methodkit.core.render.renderer import Renderer
@@ -68,8 +71,10 @@ def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = Non
     try:
         with StagedFolder(out_dir) as out:
             for k, item in enumerate(items):
-                record, outcome = simulate_item(bench, item, cfg, renderer, size)
-                record.update(bench_sha256=meta["bench_sha256"], cow_version=COW_VERSION, frames=[], fps=cfg.fps)
+                g = groundings[k] if groundings else None
+                record, outcome = simulate_item(bench, item, cfg, renderer, size, g)
+                record.update(bench_sha256=meta["bench_sha256"], cow_version=COW_VERSION, frames=[], fps=cfg.fps,
+                              mujoco_version=meta["mujoco_version"], grounder="model" if g else "grammar")  # fmt: skip
                 if renderer is not None:
                     frames = outcome.frames
                     if cfg.annotate:
