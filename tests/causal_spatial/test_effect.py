@@ -39,3 +39,23 @@ def test_cow_from_perception_beats_static_reasoning(run_cli, renderer, tmp_path)
     assert proc.returncode == 0, proc.stderr.decode()
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(rows) == 16 and all(json.loads(r["text"])["Reasoning"] == "3 True" for r in rows)
+
+    # export: HF-style Parquet (PNG bytes) that eval reads back, and VLMEvalKit's TSV
+    import base64
+
+    import pandas as pd
+
+    pq = tmp_path / "bench.parquet"
+    assert run_cli(["causal-spatial", "export", "--bench", str(bench), "-o", str(pq)]).returncode == 0
+    frame = pd.read_parquet(pq)
+    assert list(frame.columns[:5]) == ["id", "question", "answer", "image", "not_sure"] and len(frame) == 16
+    assert frame["image"][0][:8] == b"\x89PNG\r\n\x1a\n"
+    back = tmp_path / "pq.jsonl"
+    assert run_cli(["causal-spatial", "eval", "--bench", str(pq), "--model", "random", "-o", str(back)]).returncode == 0
+    assert [json.loads(x)["id"] for x in back.read_text().splitlines()] == list(frame["id"])
+    tsv = tmp_path / "bench.tsv"
+    assert run_cli(["causal-spatial", "export", "--bench", str(bench), "--format", "vlmevalkit-tsv",
+                    "-o", str(tsv)]).returncode == 0  # fmt: skip
+    t = pd.read_csv(tsv, sep="\t", keep_default_na=False)
+    assert {"index", "image", "question", "A", "B", "answer", "category", "l2-category"} <= set(t.columns)
+    assert base64.b64decode(t["image"][0])[:4] == b"\x89PNG" and t["category"][0] == "collision"
