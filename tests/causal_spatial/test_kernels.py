@@ -1,4 +1,4 @@
-"""Kernels against plain references: mask_stats vs boolean masks, the swept-box prefilter vs sampling."""
+"""The swept-box prefilter against dense sampling and its own .py_func (mask_stats: tests/core/test_masks.py)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,7 @@ import math
 
 import numpy as np
 
-from methodkit.core.kernels.masks import mask_stats, mask_stats_reference
 from methodkit.tools.causal_spatial.kernels import swept_obb_prefilter
-
-
-def test_mask_stats_equals_boolean_masks():
-    rng = np.random.default_rng(3)
-    ids = rng.integers(-1, 9, size=(4, 37, 53)).astype(np.int32)
-    ids[2] = -1  # a frame with nothing in it
-    ids[1, :, :] = np.where(ids[1] == 5, 6, ids[1])  # id 5 absent in one frame
-    got, ref = mask_stats(ids, 9), mask_stats_reference(ids, 9)
-    np.testing.assert_array_equal(got[0], ref[0])
-    np.testing.assert_array_equal(got[1], ref[1])
-    np.testing.assert_allclose(got[2], ref[2], equal_nan=True)
 
 
 def _inside_rect(p, c, u, hl, hw):
