@@ -1,0 +1,87 @@
+"""The simulated answers obey the physics they claim (checked without trusting the samplers' intent)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from methodkit.tools.causal_spatial import physics, scenes, tasks
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return tasks.Settings(size=128)
+
+
+def _drafts(task, level, settings, n=6, n_obj=3):
+    out = []
+    for k in range(40):
+        rng = np.random.default_rng(1000 + k)
+        try:
+            out.append(tasks.SAMPLERS[task](rng, level, k % tasks.n_choices(task, level, n_obj), settings, n_obj))
+        except tasks.Reject:
+            continue
+        if len(out) == n:
+            break
+    assert len(out) == n
+    return out
+
+
+def test_collision_answer_is_a_contact_with_the_car_and_the_prefilter_agrees(settings):
+    for d in _drafts("collision", 1, settings):
+        assert (d.answer == 0) == bool(d.gt["hits"])
+        assert set(d.gt["hits"]) == set(d.gt["prefilter_hits"])  # kinematic car, no knock-ons here
+        for name, c in d.gt["clearance"].items():
+            assert (c < 0) == (name in d.gt["hits"])  # every hit penetrates, every miss clears by >= 1 cm
+            assert name in d.gt["hits"] or c >= 0.01
+
+
+def test_collision_l2_answer_is_the_unique_intervention(settings):
+    for d in _drafts("collision", 2, settings, n=4):
+        names = d.motion["removal_candidates"]
+        if d.options[d.answer] == "None":
+            assert d.gt["hits"] == []
+        else:
+            assert d.gt["interventions"] == [names[d.answer]] == d.gt["hits"]
+
+
+def test_compatibility_inside_iff_narrower_than_the_opening(settings):
+    for d in _drafts("compatibility", 1, settings):
+        (name, inside), = d.gt["inside"].items()
+        assert inside == (d.gt["width_ratio"] < 1) == (d.answer == 0)
+        com = d.gt["rest_com"][name]
+        in_box = max(abs(com[0]), abs(com[1])) < d.gt["inner_width"] / 2 and com[2] < 0.012 + d.gt["inner_height"]
+        assert in_box == inside
+
+
+def test_trajectory_l1_lands_on_the_mat_the_ballistic_range_names(settings):
+    for d in _drafts("trajectory", 1, settings):
+        mats = [o for o in d.spec["objects"] if o["name"].endswith("-mat")]
+        ball = d.spec["objects"][0]
+        rng_m = tasks.flight_range(d.motion["velocity"], d.motion["elevation"], ball["pos"][2])
+        start = np.asarray(ball["pos"][:2])
+        ends = [np.linalg.norm(np.asarray(m["pos"][:2]) - start) for m in mats]
+        nearest = mats[int(np.argmin([abs(e - rng_m) for e in ends]))]["name"]
+        assert d.gt["landing_mat"] == nearest
+        assert d.options[d.answer] == f"the {nearest.split('-')[0]} mat"
+
+
+def test_occlusion_rays_see_the_mover_hide_the_target(settings):
+    for d in _drafts("occlusion", 1, settings, n=4, n_obj=2):
+        (name, v), = d.gt["visible_after"].items()
+        assert (v["ray"] < 0.1) == (d.answer == 0)
+        assert d.gt["visible_before"][name]["ray"] > 0.5
+
+
+def test_kinematic_drive_is_not_pushed_back():
+    cam = scenes.camera((0, 0, 0), 1.0, 30, 0)
+    spec = scenes.base_spec(64, cam)
+    spec["objects"] = scenes.car_objects((-0.3, 0.0), 0.0) + [
+        scenes.shape_object("red-box", "box", "red", {"w": 0.06, "d": 0.06, "h": 0.08}, (0.0, 0.0, 0.04))]
+    scene = physics.compile_spec(spec)
+    names = [o["name"] for o in spec["objects"] if o["name"].startswith("car")]
+    drive = physics.Drive(names, np.array([0.3, 0.0, 0.0]), 1.5)
+    ev = physics.run(scene, 1.5, watch=names, drive=drive)
+    assert "red-box" in ev.contacts and 0.5 < ev.contacts["red-box"]["t"] < 0.8
+    assert abs(ev.final("car")[0] - (-0.3 + 0.45)) < 1e-3  # exactly where the path says
+    assert ev.final("red-box")[0] > 0.05  # pushed ahead
