@@ -46,11 +46,14 @@ def _next(s0, s1):
 
 @njit(cache=True)
 def _seed_stream(seed, c, k, r):
+    # np.uint64(...) around each result: a no-op compiled, and it keeps the interpreted twin (.py_func)
+    # in uint64 instead of Python ints that overflow the next call's int64 argument
     x = np.uint64(seed)
-    x, _ = _splitmix(x ^ np.uint64(c) * np.uint64(0x9E3779B97F4A7C15))
-    x, _ = _splitmix(x ^ np.uint64(k) * np.uint64(0xD1B54A32D192ED03))
-    x, s0 = _splitmix(x ^ np.uint64(r) * np.uint64(0x8CB92BA72F3D8DD7))
-    x, s1 = _splitmix(x)
+    x = np.uint64(_splitmix(x ^ (np.uint64(c) * np.uint64(0x9E3779B97F4A7C15)))[0])
+    x = np.uint64(_splitmix(x ^ (np.uint64(k) * np.uint64(0xD1B54A32D192ED03)))[0])
+    x, s0 = _splitmix(x ^ (np.uint64(r) * np.uint64(0x8CB92BA72F3D8DD7)))
+    x, s1 = _splitmix(np.uint64(x))
+    s0, s1 = np.uint64(s0), np.uint64(s1)
     if s0 == 0 and s1 == 0:
         s1 = np.uint64(1)
     return s0, s1
@@ -117,14 +120,18 @@ def _rollout(cdf, rho, n, goal, prereq_c, done, cand, ok, mut, multi, eps, gamma
 
 
 @njit(cache=True, parallel=True)
-def sim_values(probs, rho, goal, prereq, done, cand, cand_ok, mut, multi, eps, gamma, beta, steps, R, seed):
+def sim_values(probs, rho, goal, prereq, done, cand, cand_ok, mut, multi, eps, gamma, beta, steps, R, seed, keys=None):
     """(mean[C,K], var[C,K]) of rollout success. probs[D, n+1, n+1] posterior transition draws, rho[D, n]
     reliability draws, goal/done/multi uint64, prereq[C, n] uint64, cand
-    int32[C,K] (-1 = padding), cand_ok[C,K] success probability of the first call, steps int32[C] left after it."""
+    int32[C,K] (-1 = padding), cand_ok[C,K] success probability of the first call, steps int32[C] left after it.
+    keys uint64[C] name each context's random stream (default: its row), so a context's value does not
+    depend on which other contexts share the call."""
     C, K = cand.shape
     n = rho.shape[1]
     mean = np.zeros((C, K))
     var = np.zeros((C, K))
+    if keys is None:
+        keys = np.arange(C).astype(np.uint64)
     for ck in prange(C * K):
         c = ck // K
         k = ck % K
@@ -132,7 +139,7 @@ def sim_values(probs, rho, goal, prereq, done, cand, cand_ok, mut, multi, eps, g
             continue
         hits = 0.0
         for r in range(R):
-            s0, s1 = _seed_stream(seed, c, k, r)
+            s0, s1 = _seed_stream(seed, keys[c], k, r)
             hits += _rollout(
                 probs,
                 rho,

@@ -9,6 +9,7 @@ comes first in the goal order, horizon H = |goal| + slack.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -92,6 +93,12 @@ def _state(
     return goal, multi, prereq, done, cand, ok, steps
 
 
+def _stream_key(ctx: dict, row: int) -> int:
+    """A context's own random stream: by its id, so its value does not depend on its neighbours."""
+    name = str(ctx.get("context_id", row))
+    return int(hashlib.sha256(name.encode()).hexdigest()[:15], 16)
+
+
 def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig) -> list[tuple[np.ndarray, np.ndarray]]:
     """[(mean[K], std[K])] per context, by the Numba kernel, contexts grouped by their tool set."""
     from methodkit.tools.cita.kernels import sim_values
@@ -111,7 +118,7 @@ def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig) -> list[tuple[np
             raise DataError(f"context {ctx.get('context_id', c)}: {len(names)} tools (> 64); filter with --max-tools")
         groups[names].append(c)
     out: list = [None] * len(contexts)
-    for g, (names, members) in enumerate(sorted(groups.items())):
+    for names, members in sorted(groups.items()):
         glob = [index[nm] for nm in names]
         local_index = {nm: i for i, nm in enumerate(names)}
         p_loc, r_loc = tg.local(probs, rho, glob)
@@ -128,6 +135,7 @@ def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig) -> list[tuple[np
         cand = np.full((C, K), -1, np.int32)
         ok = np.zeros((C, K))
         steps = np.zeros(C, np.int32)
+        keys = np.array([_stream_key(contexts[c], c) for c in members], np.uint64)
         for row, c in enumerate(members):
             s = _state(graph, contexts[c], local_index, None, q_mean, rho_mean[glob], glob, cfg.slack)
             goal[row], multi[row], prereq[row], done[row] = s[0], s[1], s[2], s[3]
@@ -149,7 +157,8 @@ def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig) -> list[tuple[np
             cfg.beta,
             steps,
             cfg.rollouts,
-            np.uint64((cfg.seed * 1000003 + g) % 2**63),
+            np.uint64(cfg.seed),
+            keys,
         )
         for row, c in enumerate(members):
             k = len(contexts[c]["candidates"])
