@@ -12,7 +12,7 @@ CATEGORIES = ("multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func"
 
 DEMO = [
     DemoStep(
-        "cita-eval --env bfcl --limit 20 --policy random --graph g.npz",
+        "cita-eval --env bfcl --limit 25 --policy random",
         "BFCL v4 multi_turn_base (bfcl-eval)",
         "runs.0.success",
         "random-policy success",

@@ -10,10 +10,12 @@ PROG = "cita-rank"
 
 DEMO = [
     DemoStep(
-        "cita-sim sample --graph cim/graph.npz -n 5 | cita-rank cim --top 1 | wc -l",
-        "synthetic contexts of the demo graph",
-        "rows",
-        "picks",
+        "cita-data bfcl --limit 15 --split train > t.jsonl && cita-sim fit t.jsonl -o g.npz && "
+        "cita-train t.jsonl --graph g.npz --synthetic 20 --epochs 1 -R 16 -q -o cim && "
+        "cita-sim sample --graph g.npz -n 5 | cita-rank cim --top 1 | tail -1",
+        "BFCL v4 multi_turn_base (bfcl-eval)",
+        "p",
+        "sigma(f) of the pick",
     ),
 ]
 

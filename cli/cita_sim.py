@@ -11,10 +11,10 @@ PROG = "cita-sim"
 DEMO = [
     DemoStep(
         "cita-data bfcl --limit 30 --split train | cita-sim fit -o g.npz && cita-sim sample --graph g.npz -n 20"
-        " | cita-sim value --graph g.npz -R 64 | wc -l",
+        " | cita-sim value --graph g.npz -R 64 -j 1 | tail -1",
         "BFCL v4 multi_turn_base (bfcl-eval)",
-        "rows",
-        "candidate values",
+        "value",
+        "V_sim of the last candidate",
     ),
 ]
 

@@ -13,10 +13,10 @@ PROG = "cita-train"
 DEMO = [
     DemoStep(
         "cita-data bfcl --limit 20 --split train > t.jsonl && cita-sim fit t.jsonl -o g.npz && "
-        "cita-train t.jsonl --graph g.npz --synthetic 50 --epochs 2 -R 32 -o cim -q && jq .train.steps cim/cim.json",
+        "cita-train t.jsonl --graph g.npz --synthetic 50 --epochs 2 -R 32 -o cim -q && tr -d '\\n' < cim/cim.json",
         "BFCL v4 multi_turn_base (bfcl-eval)",
-        "steps",
-        "training steps",
+        "train.val_pair_acc",
+        "held-out pair accuracy",
     ),
 ]
 
