@@ -81,7 +81,7 @@ def numpy_reference(p, r, a, mut, eps, R, seed=0):
             finished = np.zeros(R, bool)
             prev = np.full(R, j0)
 
-            def execute(j, prob):
+            def execute(j, prob, goal=goal, pre=pre, multi=multi):
                 nonlocal done, alive
                 bit = bits[j].astype(np.int64)
                 in_goal = (goal & bit) != 0
