@@ -81,6 +81,14 @@ def main():
     """
 
 
+def _required_graph(path):
+    from methodkit.core.errors import UsageError
+
+    if path is None:
+        raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
+    return path
+
+
 @main.command("fit")
 @input_argument()
 @click.option(
@@ -96,7 +104,7 @@ def main():
     "-o",
     "--output",
     type=OutputPath(sidecars=(".json",)),
-    required=True,
+    default=None,
     metavar="PATH",
     help="graph.npz (its sidecar graph.json is written beside it).",
 )
@@ -104,11 +112,14 @@ def main():
 def fit_cmd(input, alpha0, kappa, skip_bad, output, **_):
     """Fit the tool graph from trajectories: graph.npz + graph.json (tools, schemas, hyper-parameters)."""
     from methodkit.cli._cita_io import read_records, warner
+    from methodkit.core.errors import UsageError
     from methodkit.tools.cita import api
     from methodkit.tools.cita import graph as tg
 
     run = Run.from_context()
     tasks = read_records(run, input, "trajectory", skip_bad)
+    if output is None:
+        raise UsageError("pass the graph file with -o graph.npz")
     graph = tg.fit(tasks, alpha0=alpha0, kappa=kappa, warn=warner(run))
     api.save_graph(output, graph, tasks)
     run.write_meta()
@@ -132,7 +143,7 @@ def sample_cmd(graph_path, n_tasks, **_):
 
 @main.command("value")
 @input_argument()
-@click.option("--graph", "graph_path", required=True, metavar="PATH", help="graph.npz from 'cita-sim fit'.")
+@click.option("--graph", "graph_path", default=None, metavar="PATH", help="graph.npz from 'cita-sim fit' (required).")
 @sim_options
 @click.option("--skip-bad", is_flag=True, help="Skip malformed lines (counted) instead of failing.")
 @common_options("output", "seed", "threads", "force", "meta", "quiet", "verbose")
@@ -143,8 +154,8 @@ def value_cmd(input, graph_path, rollouts, draws, slack, gamma, beta, skip_bad, 
 
     run = Run.from_context()
     run.threads()
-    graph, _ = api.load_graph(graph_path)
     records, _ = api.prepare_candidates(read_records(run, input, "candidates", skip_bad))
+    graph, _ = api.load_graph(_required_graph(graph_path))
     records = [r for r in records if r["candidates"]]
     cfg = simulate.SimConfig(rollouts=rollouts, draws=draws, slack=slack, gamma=gamma, beta=beta, seed=run.seed)
     rows = []

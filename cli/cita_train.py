@@ -23,7 +23,7 @@ DEMO = [
 
 @tool_command(name=PROG)
 @input_argument()
-@click.option("--graph", "graph_path", required=True, metavar="PATH", help="graph.npz from 'cita-sim fit'.")
+@click.option("--graph", "graph_path", default=None, metavar="PATH", help="graph.npz from 'cita-sim fit' (required).")
 @click.option(
     "--sources",
     default="B,S,L",
@@ -142,6 +142,9 @@ def main(
     bad = [s for s in chosen if s not in cim.SOURCES]
     if bad or not chosen or "B" not in chosen:
         raise UsageError(f"--sources {sources}: expected a list of B, S, L that includes B (e.g. B or B,S,L)")
+    from methodkit.cli._cita_io import read_records
+
+    tasks = read_records(run, input, "trajectory")
     if run.output == "-":
         raise UsageError("pass the model folder with -o DIR")
     folder = Path(run.output)
@@ -151,7 +154,7 @@ def main(
         _train(
             run,
             folder,
-            input,
+            tasks,
             graph_path,
             chosen,
             synthetic,
@@ -177,7 +180,7 @@ def main(
 def _train(
     run,
     folder,
-    input,
+    tasks,
     graph_path,
     chosen,
     synthetic,
@@ -196,14 +199,16 @@ def _train(
 ):
     import pandas as pd
 
-    from methodkit.cli._cita_io import read_records, warner
+    from methodkit.cli._cita_io import warner
     from methodkit.core import io
+    from methodkit.core.errors import UsageError
     from methodkit.tools.cita import api, cim, simulate
     from methodkit.tools.cita.embed import Embedder
 
     files = [folder / n for n in (api.MODEL_FILE, "cim.json", api.GRAPH_FILE, "graph.json", "log.csv")]
     run.claim_outputs(*map(str, files))
-    tasks = read_records(run, input, "trajectory")
+    if graph_path is None:
+        raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
     graph, side = api.load_graph(graph_path)
     emb = Embedder(embedder, warner(run))
     endpoint = None
