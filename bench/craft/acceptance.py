@@ -1,6 +1,7 @@
 """Acceptance runs of craft-finetune at laptop scale (one seed set, equal interaction budget).
 
-    nice -n 5 .venv/bin/python -P bench/craft/acceptance.py OUT_DIR ITERATIONS EPISODES SEEDS METHODS...
+    [CRAFT_MINIBATCH=512 CRAFT_LR=1e-4] nice -n 5 .venv/bin/python -P bench/craft/acceptance.py \
+        OUT_DIR ITERATIONS EPISODES SEEDS METHODS...
 
 Demos from the first DEMO_ROUTES routes per family of hwy-train, BC (mlp), each method
 fine-tuned on hwy-train for ITERATIONS x EPISODES, every policy evaluated greedily on hwy-test
@@ -11,17 +12,19 @@ per-family DS) and prints a table.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from methodkit.core.train import TrainConfig
 from methodkit.tools.craft import demos, evaluate, finetune, policy, pretrain, suites
 
 DEMO_ROUTES = 8  # per family
+MINIBATCH = int(os.environ.get("CRAFT_MINIBATCH", "512"))
+LR = float(os.environ.get("CRAFT_LR", "1e-4"))
 
 
 def main(out: str, iterations: int, episodes: int, seeds: list[int], methods: list[str], arch: str = "mlp") -> None:
@@ -45,11 +48,12 @@ def main(out: str, iterations: int, episodes: int, seeds: list[int], methods: li
             model.load_state_dict(state)
             model.eval()
             t0 = time.monotonic()
-            cfg = finetune.FinetuneConfig(method=method, iterations=iterations, episodes=episodes, seed=seed)
+            cfg = finetune.FinetuneConfig(method=method, iterations=iterations, episodes=episodes, seed=seed,
+                                          minibatch=MINIBATCH, lr=LR)  # fmt: skip
             model, res = finetune.run(model, arch, train, cfg)
             ev = evaluate.run(model, test, test_scenes)["summary"]
             row = {"method": method, "arch": arch, "seed": seed, "iterations": iterations, "episodes": episodes,
-                   "ds": ev["ds"], "sr": ev["sr"], "rc": ev["rc"], "families": {k: v["ds"] for k, v in
+                   "ds": ev["ds"], "sr": ev["sr"], "rc": ev["rc"], "minibatch": MINIBATCH, "lr": LR, "families": {k: v["ds"] for k, v in
                    ev["families"].items()}, "infractions": ev["infractions"], "bc_accuracy": info["accuracy"],
                    "train_ds_last": [h["train_ds"] for h in res.history], "seconds": time.monotonic() - t0}  # fmt: skip
             with open(results, "a") as handle:
@@ -57,7 +61,6 @@ def main(out: str, iterations: int, episodes: int, seeds: list[int], methods: li
             fams = " ".join(f"{k}={v:.1f}" for k, v in row["families"].items())
             print(f"{method:16s} seed {seed} DS {ev['ds']:.2f} SR {ev['sr']:.1f} {fams} ({row['seconds']:.0f}s)",
                   flush=True)  # fmt: skip
-    print(f"mean over seeds: {np.mean([1])}")
 
 
 if __name__ == "__main__":
