@@ -10,11 +10,11 @@ DEMO = [
     DemoStep(
         "craft-finetune demos --suite hwy-mini -o demos.npz >/dev/null"
         " && craft-finetune pretrain demos.npz --steps 300 -o bc.safetensors >/dev/null"
-        " && craft-finetune finetune bc.safetensors --suite hwy-mini --iterations 2 --episodes 8 -o craft.safetensors"
+        " && craft-finetune finetune bc.safetensors --suite hwy-mini --iterations 1 --episodes 8 -o craft.safetensors"
         " >/dev/null && craft-finetune eval craft.safetensors --suite hwy-mini",
         "hwy-mini: 6 families x 5 routes",
         "ds",
-        "driving score after 2 CRAFT iterations",
+        "driving score after one CRAFT iteration",
     ),
 ]
 
@@ -113,8 +113,6 @@ def demos_cmd(input, suite, backend, output, **_):
     from methodkit.tools.craft import demos
 
     run = Run.from_context()
-    if not output or output == "-":
-        raise UsageError("pass -o PATH.npz for the demonstrations")
     if input not in (None, "-") and suite:
         raise UsageError("give a suite file (INPUT) or --suite NAME, not both")
     _backend(backend)
@@ -126,6 +124,8 @@ def demos_cmd(input, suite, backend, output, **_):
 
         data = run.input_bytes("-")
         routes = suites.parse(_io.read_json(data), data.name)
+    if not output or output == "-":
+        raise UsageError("pass -o PATH.npz for the demonstrations")
     with run.progress() as callback:
         arrays, counts = demos.run(routes, progress=callback)
     io.write_arrays(output, arrays, force=run.force)
@@ -154,13 +154,13 @@ def pretrain_cmd(input, arch, steps, batch_size, lr, output, seed, **_):
     from methodkit.tools.craft import demos, policy, pretrain
 
     run = Run.from_context()
+    data = run.input_bytes(input)
+    arrays = io.read_arrays(data)
+    demos.check(arrays, data.name)
     if not output or output == "-":
         raise UsageError("pass -o PATH.safetensors for the policy")
     run.threads()
     torch.set_num_threads(1)  # a 53 x 256 MLP: more threads only add overhead
-    data = run.input_bytes(input)
-    arrays = io.read_arrays(data)
-    demos.check(arrays, data.name)
     cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=lr, seed=seed, log_every=max(1, steps // 10))
     with run.progress() as callback:
         model, info = pretrain.run(arrays["obs"], arrays["expert_idx"], arch, cfg, progress=callback)
@@ -223,6 +223,7 @@ def finetune_cmd(input, suite, method, iterations, episodes, epochs, minibatch, 
     from methodkit.tools.craft import finetune, policy
 
     run = Run.from_context()
+    model, sidecar = _policy(input)
     if not output or output == "-":
         raise UsageError("pass -o PATH.safetensors for the fine-tuned policy")
     if resume and not run_dir:
@@ -234,7 +235,6 @@ def finetune_cmd(input, suite, method, iterations, episodes, epochs, minibatch, 
     _backend(backend)
     run.threads()
     torch.set_num_threads(1)  # small networks: more threads only add overhead
-    model, sidecar = _policy(input)
     arch = sidecar["config"]["arch"]
     routes = _routes(run, suite)
     eval_routes = _routes(run, eval_suite, "--eval-suite") if eval_suite else None

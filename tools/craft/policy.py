@@ -107,7 +107,14 @@ def load(path) -> tuple[nn.Module, dict]:
     side = checkpoint.sidecar_path(path)
     if not Path(path).is_file():
         raise DataError(f"{path}: no such policy file")
-    tensors, sidecar = checkpoint.load(path)
+    try:
+        tensors, sidecar = checkpoint.load(path)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DataError(
+            f"{path}: not a policy file (safetensors with a JSON sidecar): {exc.__class__.__name__}"
+        ) from None
+    if not isinstance(sidecar, dict) or not isinstance(sidecar.get("config"), dict):
+        raise DataError(f"{side}: not a policy sidecar (no config object)")
     arch = sidecar.get("config", {}).get("arch")
     if arch not in ARCHS:
         raise DataError(f"{side}: config.arch {arch!r} is not a known architecture")
