@@ -63,3 +63,17 @@ def test_ema_teacher_follows_slowly(batch):
     moved_teacher = float((trainer.teacher.head.weight - w0).abs().sum())
     moved_student = float((trainer.model.head.weight - s0).abs().sum())
     assert 0 < moved_teacher < moved_student
+
+
+def test_adv_floor_divides_near_ties_by_the_floor(batch):
+    model, routes, d = batch
+    plain = finetune.advantages(d, finetune.FinetuneConfig(method="craft"), finetune.Stats(), np.random.default_rng(0))
+    cfg = finetune.FinetuneConfig(method="craft", adv_floor=0.1)
+    floored = finetune.advantages(d, cfg, finetune.Stats(), np.random.default_rng(0))
+    s = floored["proxy"]
+    std = s.std(axis=1)
+    small = (std < 0.1) & (std > 1e-9)
+    assert small.any()
+    want = (s[small] - s[small].mean(1, keepdims=True)) / (0.1 + 1e-6)
+    np.testing.assert_allclose(floored["adv"][small], want, atol=1e-9)
+    assert np.abs(floored["adv"][small]).max() < np.abs(plain["adv"][small]).max()

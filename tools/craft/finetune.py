@@ -58,6 +58,7 @@ class FinetuneConfig:
     gae_lambda: float = 0.95
     value_coef: float = 0.5
     kl_limit: float = 10.0
+    adv_floor: float = 0.0  # ours: Â = (S - mean) / max(std_G, adv_floor); 0 = the paper's plain std
     eval_every: int = 0
     seed: int = 0
 
@@ -157,7 +158,7 @@ def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator) -
     mean = (s * mask).sum(1, keepdims=True) / count
     std = np.sqrt((((s - mean) ** 2) * mask).sum(1) / count[:, 0])
     flat = std < 1e-9
-    adv = np.where(flat[:, None] | ~mask, 0.0, (s - mean) / (std[:, None] + 1e-6))
+    adv = np.where(flat[:, None] | ~mask, 0.0, (s - mean) / (np.maximum(std, cfg.adv_floor)[:, None] + 1e-6))
     rows = np.arange(n)
     executed = s[rows, d.action]
     conflict = (sub.nc[rows, d.action] < 1.0) | (sub.ttc[rows, d.action] == 0.0)
