@@ -197,6 +197,8 @@ def pretrain_cmd(input, arch, steps, batch_size, lr, output, seed, **_):
               help="adv: weight 0.1 on drift backed by advantage.")  # fmt: skip
 @click.option("--adv-floor", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="Ours: divide the group advantage by max(std_G, this); 0 = the paper's std.")  # fmt: skip
+@click.option("--critical-events", default="collision,ttc,rear_brake,tight_lane_change,hard_brake,proxy_conflict",
+              show_default=True, metavar="LIST", help="Events that make a window critical (comma-separated).")  # fmt: skip
 @click.option("--eval-suite", default=None, metavar="NAME|PATH", help="Greedy DS on this suite every --eval-every.")
 @click.option("--eval-every", type=click.IntRange(0), default=0, show_default=True, help="Iterations between evals.")
 @click.option("--backend", type=click.Choice(("numba", "highway-env")), default="numba", show_default=True,
@@ -208,7 +210,7 @@ def pretrain_cmd(input, arch, steps, batch_size, lr, output, seed, **_):
 @click.option("-o", "--output", type=POLICY_OUT, default=None, metavar="PATH", help="Policy .safetensors (required).")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
 def finetune_cmd(input, suite, method, iterations, episodes, epochs, minibatch, lr, group_size, proxy_futures, beta,
-                 lambda_res, entropy, ema, kl_dir, kl_gate, adv_floor, eval_suite, eval_every, backend, log_path, run_dir,
+                 lambda_res, entropy, ema, kl_dir, kl_gate, adv_floor, critical_events, eval_suite, eval_every, backend, log_path, run_dir,
                  resume, output, seed, **_):  # fmt: skip
     """On-policy post-training of a policy (INPUT .safetensors) on a suite; --method craft or a baseline.
 
@@ -233,7 +235,8 @@ def finetune_cmd(input, suite, method, iterations, episodes, epochs, minibatch, 
     cfg = finetune.FinetuneConfig(method=method, iterations=iterations, episodes=episodes, epochs=epochs,
                                   minibatch=minibatch, lr=lr, group_size=group_size, proxy_futures=proxy_futures,
                                   beta=beta, lambda_res=lambda_res, entropy=entropy, ema=ema, kl_dir=kl_dir,
-                                  kl_gate=kl_gate, eval_every=eval_every, seed=seed, adv_floor=adv_floor)  # fmt: skip
+                                  kl_gate=kl_gate, eval_every=eval_every, seed=seed, adv_floor=adv_floor,
+                                  critical_events=tuple(x.strip() for x in critical_events.split(",") if x.strip()))  # fmt: skip
     _backend(backend)
     run.threads()
     torch.set_num_threads(1)  # small networks: more threads only add overhead

@@ -1,6 +1,6 @@
 """Acceptance runs of craft-finetune at laptop scale (one seed set, equal interaction budget).
 
-    [CRAFT_MINIBATCH=512 CRAFT_LR=1e-4 CRAFT_ADV_FLOOR=0] nice -n 5 .venv/bin/python -P bench/craft/acceptance.py \
+    [CRAFT_MINIBATCH=512 CRAFT_LR=1e-4 CRAFT_ADV_FLOOR=0 CRAFT_CRITICAL=collision,ttc,...] nice -n 5 .venv/bin/python -P bench/craft/acceptance.py \
         OUT_DIR ITERATIONS EPISODES SEEDS METHODS...
 
 Demos from the first DEMO_ROUTES routes per family of hwy-train, BC (mlp), each method
@@ -20,12 +20,13 @@ from pathlib import Path
 import torch
 
 from methodkit.core.train import TrainConfig
-from methodkit.tools.craft import demos, evaluate, finetune, policy, pretrain, suites
+from methodkit.tools.craft import demos, evaluate, finetune, kernels, policy, pretrain, suites
 
 DEMO_ROUTES = 8  # per family
 MINIBATCH = int(os.environ.get("CRAFT_MINIBATCH", "512"))
 LR = float(os.environ.get("CRAFT_LR", "1e-4"))
 ADV_FLOOR = float(os.environ.get("CRAFT_ADV_FLOOR", "0"))
+CRITICAL = tuple(os.environ.get("CRAFT_CRITICAL", ",".join(kernels.CRITICAL_NAMES.values())).split(","))
 
 
 def main(out: str, iterations: int, episodes: int, seeds: list[int], methods: list[str], arch: str = "mlp") -> None:
@@ -50,11 +51,11 @@ def main(out: str, iterations: int, episodes: int, seeds: list[int], methods: li
             model.eval()
             t0 = time.monotonic()
             cfg = finetune.FinetuneConfig(method=method, iterations=iterations, episodes=episodes, seed=seed,
-                                          minibatch=MINIBATCH, lr=LR, adv_floor=ADV_FLOOR)  # fmt: skip
+                                          minibatch=MINIBATCH, lr=LR, adv_floor=ADV_FLOOR, critical_events=CRITICAL)  # fmt: skip
             model, res = finetune.run(model, arch, train, cfg)
             ev = evaluate.run(model, test, test_scenes)["summary"]
             row = {"method": method, "arch": arch, "seed": seed, "iterations": iterations, "episodes": episodes,
-                   "ds": ev["ds"], "sr": ev["sr"], "rc": ev["rc"], "minibatch": MINIBATCH, "lr": LR, "adv_floor": ADV_FLOOR, "families": {k: v["ds"] for k, v in
+                   "ds": ev["ds"], "sr": ev["sr"], "rc": ev["rc"], "minibatch": MINIBATCH, "lr": LR, "adv_floor": ADV_FLOOR, "critical": CRITICAL, "families": {k: v["ds"] for k, v in
                    ev["families"].items()}, "infractions": ev["infractions"], "bc_accuracy": info["accuracy"],
                    "train_ds_last": [h["train_ds"] for h in res.history], "seconds": time.monotonic() - t0}  # fmt: skip
             with open(results, "a") as handle:

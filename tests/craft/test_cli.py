@@ -118,3 +118,11 @@ def test_resume_from_finished_checkpoint_gives_the_same_policy(run_cli, pipeline
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["resumed_from"] == 1
     assert out.read_bytes() == (folder / "craft.safetensors").read_bytes()
+
+
+def test_unknown_critical_event_exits_2(run_cli, pipeline, tmp_path):
+    folder, suite, _ = pipeline
+    out = tmp_path / "x.safetensors"
+    proc = run_cli([PROG, "finetune", folder / "bc.safetensors", "--critical-events", "collision,wobble", "-o", out])
+    assert_one_line_error(proc, PROG, "--critical-events", "wobble")
+    assert not out.exists()

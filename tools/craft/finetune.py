@@ -58,6 +58,7 @@ class FinetuneConfig:
     gae_lambda: float = 0.95
     value_coef: float = 0.5
     kl_limit: float = 10.0
+    critical_events: tuple = tuple(kernels.CRITICAL_NAMES.values())  # which flags make a window critical
     adv_floor: float = 0.0  # ours: Â = (S - mean) / max(std_G, adv_floor); 0 = the paper's plain std
     eval_every: int = 0
     seed: int = 0
@@ -71,6 +72,13 @@ class FinetuneConfig:
             raise UsageError(f"--proxy-futures must be one of {', '.join(proxy.FUTURES)}")
         if self.kl_dir not in losses.KL_DIRECTIONS or self.kl_gate not in KL_GATES:
             raise UsageError("bad --kl-dir or --kl-gate")
+        unknown = set(self.critical_events) - set(kernels.CRITICAL_NAMES.values())
+        if unknown or not self.critical_events:
+            known = ", ".join(kernels.CRITICAL_NAMES.values())
+            raise UsageError(
+                f"--critical-events: unknown event {sorted(unknown)[0] if unknown else ''!r} (known: {known})"
+            )
+        self.critical_events = tuple(self.critical_events)
         for name in ("iterations", "episodes", "epochs", "minibatch"):
             if getattr(self, name) <= 0:
                 raise UsageError(f"--{name} must be positive")
@@ -167,8 +175,9 @@ def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator) -
     flags = kernels.critical_events(
         d.ego, d.ego_size, d.agents, d.agent_speed, d.present, d.collided, conflict, collect.FRAME_S
     )
-    critical = flags != 0 if cfg.method != "craft-res-all" else np.ones(n, dtype=bool)
-    stats.update(delta[flags == 0], std)
+    wanted = sum(bit for bit, name in kernels.CRITICAL_NAMES.items() if name in cfg.critical_events)
+    critical = (flags & wanted) != 0 if cfg.method != "craft-res-all" else np.ones(n, dtype=bool)
+    stats.update(delta[(flags & wanted) == 0], std)
     scale = np.maximum(std, stats.sigma)
     adv_res = np.where(critical, np.clip((delta - stats.baseline) / np.maximum(scale, 1e-6), -3.0, 3.0), 0.0)
     return {
