@@ -170,8 +170,11 @@ def efficiency_pct(boxes, present, speeds_all, dt, roles=None) -> float:
     return float(np.mean(ratios)) if ratios else float("nan")
 
 
-def route_metrics(record: dict) -> RouteMetrics:
-    """Metrics of one episode (see the module doc for the record)."""
+def route_metrics(record: dict, comfort: bool = True) -> RouteMetrics:
+    """Metrics of one episode (see the module doc for the record).
+
+    comfort=False skips the comfort share (NaN; its Savitzky-Golay windows dominate the cost)
+    for callers that need only RC, penalty and DS, such as a training loop's logging."""
     boxes = _field(record, "boxes", 3).astype(np.float64)
     present = _field(record, "present", 2).astype(bool)
     events = _field(record, "events").astype(np.int64).reshape(-1, 3)
@@ -219,7 +222,7 @@ def route_metrics(record: dict) -> RouteMetrics:
         ds=rc * penalty,
         success=bool(rc >= 100.0 and not kept),
         efficiency=efficiency_pct(boxes[upto], present[upto], all_speeds, dt, record.get("roles")),
-        comfort=comfort_share(a_lon, a_lat, yaw_rate, dt),
+        comfort=comfort_share(a_lon, a_lat, yaw_rate, dt) if comfort else float("nan"),
         ended_by=ended_by,
         ended_at_s=end_step * dt,
         infractions=counts,

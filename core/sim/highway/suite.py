@@ -86,14 +86,14 @@ def _initial_boxes(scene) -> np.ndarray:
     return np.column_stack([scene.x, scene.y, scene.heading, scene.length, scene.width])
 
 
-def exit_route_metrics(record: dict) -> metrics.RouteMetrics:
+def exit_route_metrics(record: dict, comfort: bool = True) -> metrics.RouteMetrics:
     """metrics.route_metrics, with a missed exit counted as leaving the route where the exit ramp starts.
 
     route_metrics measures RC along +x, so an ego that drove past its exit would score the
     whole route; the route leaves the road at the ramp's start (record["exit_x"]), so past
     that point on the main road there is no more progress, and the route is not a success.
     """
-    m = metrics.route_metrics(record)
+    m = metrics.route_metrics(record, comfort=comfort)
     if m.ended_by != ev.EVENT_NAMES[ev.MISSED_EXIT] or "exit_x" not in record:
         return m
     x0, x1 = record["route"]
