@@ -24,6 +24,7 @@ import pandas as pd
 BIN = Path(sys.executable).parent / "mcd-distill"
 HERE = Path(__file__).resolve().parent
 STUDENTS = {"d32": ["--student", "tiny"], "d16": ["--student", "micro"]}  # 2L/d32 (~8x), 2L/d16 (~32x)
+TARGETS, EVAL_N = 2, 50  # MCD target positions per window; prompts per held-out suite
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
 
@@ -55,11 +56,12 @@ def one_run(work: Path, seed: int, kd: str, size: str, lam: float, steps: int) -
     name = f"s{seed}-{kd}-{size}-{'mcd' if lam else 'kd'}"
     if not (work / name / "student.safetensors").exists():
         sh(["distill", "instr.npz", "--teacher", "teacher", "--teacher-tc", "tc", *STUDENTS[size], "--kd", kd,
-            "--mcd", lam, "--steps", steps, "--batch-size", 8, "--lr", 3e-3, "--windows", 512, "--seed", seed,
+            "--mcd", lam, "--steps", steps, "--batch-size", 8, "--lr", 3e-3, "--windows", 128, "--seed", seed,
+            "--targets", TARGETS,
             "--graph-cache", "graph-cache", "-o", name, "-q", "--force"], work, out=f"{name}.json")  # fmt: skip
     if not (work / f"{name}.eval.json").exists():
         sh(["eval", "instr.jsonl", "--model", name, "--teacher", "teacher", "--teacher-tc", "tc", "--tokens",
-            "instr.npz", "-o", f"{name}.eval.json", "-q", "--force"], work)  # fmt: skip
+            "instr.npz", "--n", EVAL_N, "-o", f"{name}.eval.json", "-q", "--force"], work)  # fmt: skip
     run = json.loads((work / f"{name}.json").read_text())
     metrics = json.loads((work / f"{name}.eval.json").read_text())["models"][0]
     return {"seed": seed, "kd": kd, "student": size, "mcd": lam, **metrics, "train_seconds": run["seconds"],
@@ -94,19 +96,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("work")
     parser.add_argument("--seeds", default="0")
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--objectives", default="fkl,rkl,skl")
     parser.add_argument("--students", default="d32,d16")
     parser.add_argument("--mcd", type=float, default=0.1)
     parser.add_argument("--teacher-steps", type=int, default=1500)
     parser.add_argument("--tc-steps", type=int, default=800)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--grid", action="append", default=[],
+                        help="SEEDS:OBJECTIVES:STUDENTS, e.g. 0:fkl:d32,d16 (repeatable; replaces the full grid)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     prepare(work, args.teacher_steps, args.tc_steps)
-    grid = [(int(s), kd, size, lam) for s in args.seeds.split(",") for kd in args.objectives.split(",")
-            for size in args.students.split(",") for lam in (0.0, args.mcd)]  # fmt: skip
+    parts = [g.split(":") for g in args.grid] or [[args.seeds, args.objectives, args.students]]
+    grid = [(int(s), kd, size, lam) for seeds, objectives, students in parts for s in seeds.split(",")
+            for kd in objectives.split(",") for size in students.split(",") for lam in (0.0, args.mcd)]  # fmt: skip
     with ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda g: one_run(work, *g, args.steps), grid))
     frame = pd.DataFrame(rows)
