@@ -24,7 +24,7 @@ DEMO = [
 
 
 def _out_dir(help_text: str):
-    return click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), required=True, metavar="DIR",
+    return click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), default=None, metavar="DIR",
                         help=help_text + " [required]")  # fmt: skip
 
 
@@ -32,6 +32,13 @@ def _threads():
     import torch
 
     torch.set_num_threads(1)
+
+
+def _required(**flags) -> None:
+    """Options the verb needs, checked after INPUT is read (a missing input file is reported first)."""
+    for flag, value in flags.items():
+        if not value:
+            raise click.UsageError(f"Missing option '--{flag.replace('_', '-')}'")
 
 
 def _load_tokens(run: Run, path: str):
@@ -147,6 +154,7 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
 
     run = Run.from_context()
     tok = _load_tokens(run, input)
+    _required(output=out_dir)
     _threads()
     cfg = models.model_config(preset, ctx, int(tok.meta["tokenizer"]["vocab_size"]), layers, width)
     train_w = models.Windows.cut(tok.stream("train"), ctx, 20000, run.seed)
@@ -170,7 +178,7 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
 
 @main.command("transcoders")
 @input_argument()
-@click.option("--model", "model_path", required=True, help="Model checkpoint (file or folder with teacher.safetensors).")
+@click.option("--model", "model_path", help="Model checkpoint (file or folder with teacher.safetensors).")
 @click.option("--k", type=click.IntRange(min=1), default=32, show_default=True, help="Active latents (TopK).")
 @click.option("--expansion", type=click.IntRange(min=1), default=4, show_default=True, help="Latents = expansion x d_mlp.")
 @_train_options(1500, 32, 1e-3)
@@ -188,6 +196,7 @@ def transcoders_cmd(input, model_path, k, expansion, steps, batch_size, lr, warm
 
     run = Run.from_context()
     tok = _load_tokens(run, input)
+    _required(model=model_path, output=out_dir)
     model, _side = models.load_model(_model_file(model_path))
     _threads()
     ctx = model.cfg.max_len
@@ -221,8 +230,8 @@ def _model_file(path: str):
 
 @main.command("graph")
 @input_argument()
-@click.option("--model", "model_path", required=True, help="Model checkpoint (file or folder).")
-@click.option("--transcoders", "tc_dir", required=True, help="Folder of the model's tc_L{l}.safetensors.")
+@click.option("--model", "model_path", help="Model checkpoint (file or folder).")
+@click.option("--transcoders", "tc_dir", help="Folder of the model's tc_L{l}.safetensors.")
 @click.option("--prompt", help="One prompt instead of windows of INPUT (a token file).")
 @click.option("--n", "n_windows", type=click.IntRange(min=1), default=4, show_default=True, help="Windows of INPUT's val split.")
 @click.option("--targets", type=click.IntRange(min=1), default=1, show_default=True, help="Target positions per window (last one first).")
@@ -246,6 +255,8 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
     from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
+    tok = _load_tokens(run, input) if prompt is None else None
+    _required(model=model_path, transcoders=tc_dir)
     model, _ = models.load_model(_model_file(model_path))
     tcs, _ = T.load_set(tc_dir, model, models.weights_sha(model))
     _threads()
@@ -256,7 +267,6 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
             raise DataError("--prompt: needs at least two bytes (one target position after a source)")
         x = torch.tensor([ids])
     else:
-        tok = _load_tokens(run, input)
         x, _ = models.Windows.cut(tok.stream("val"), ctx, n_windows, run.seed).batch(np.arange(n_windows))
     T_len = x.shape[1]
     pos = torch.tensor([[T_len - 1 - i for i in range(min(targets, T_len - 1))] for _ in range(x.shape[0])])
@@ -276,8 +286,8 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
 
 @main.command("distill")
 @input_argument()
-@click.option("--teacher", "teacher_path", required=True, help="Teacher checkpoint (file or folder).")
-@click.option("--teacher-tc", "tc_dir", required=True, help="Folder of the teacher's transcoders.")
+@click.option("--teacher", "teacher_path", help="Teacher checkpoint (file or folder).")
+@click.option("--teacher-tc", "tc_dir", help="Folder of the teacher's transcoders.")
 @click.option("--student", type=click.Choice(PRESETS), default="aggressive", show_default=True, help="Student size.")
 @click.option("--layers", type=click.IntRange(min=1), help="Override the student's layers.")
 @click.option("--width", type=click.IntRange(min=4), help="Override the student's width.")
@@ -315,6 +325,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
 
     run = Run.from_context()
     tok = _load_tokens(run, input)
+    _required(teacher=teacher_path, teacher_tc=tc_dir, output=out_dir)
     teacher, t_side = models.load_model(_model_file(teacher_path))
     models.require_same_tokenizer(models.tokenizer_of(t_side), tok.meta["tokenizer"], str(input))
     t_tcs, _ = T.load_set(tc_dir, teacher, models.weights_sha(teacher), max_fvu)
@@ -361,7 +372,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
 
 @main.command("eval")
 @input_argument()
-@click.option("--model", "model_paths", multiple=True, required=True, help="Checkpoint(s) to score (file or folder).")
+@click.option("--model", "model_paths", multiple=True, help="Checkpoint(s) to score (file or folder).")
 @click.option("--teacher", "teacher_path", help="Teacher checkpoint: teacher agreement and the mechanism measures.")
 @click.option("--teacher-tc", "tc_dir", help="Teacher transcoders: pathway OT cost and the bound (students need stc_L*).")
 @click.option("--tokens", "tokens_path", help="Token file for validation CE and agreement (its val split).")
@@ -384,6 +395,7 @@ def eval_cmd(input, model_paths, teacher_path, tc_dir, tokens_path, n_prompts, m
 
     run = Run.from_context()
     rows = io.read_jsonl(run.input_bytes(input))
+    _required(model=model_paths)
     if n_prompts:
         by: dict = {}
         for r in rows:

@@ -78,7 +78,12 @@ def load_model(path):
     path = Path(path)
     if path.is_dir():
         path = path / "model.safetensors"
-    tensors, sidecar = checkpoint.load(path)
+    if path.suffix != ".safetensors":
+        raise DataError(f"{path}: not a checkpoint (give a .safetensors file or the folder holding one)")
+    try:
+        tensors, sidecar = checkpoint.load(path)
+    except UnicodeDecodeError:
+        raise DataError(f"{checkpoint.sidecar_path(path)}: the sidecar is not UTF-8 JSON") from None
     try:
         cfg = TransformerConfig(**sidecar["config"])
     except (KeyError, TypeError) as exc:
