@@ -13,9 +13,9 @@ DEMO = [
     DemoStep(
         "mcd-distill data --task mix --n-tasks 600 --eval-n 8 -o tok.npz -q > /dev/null && "
         "mcd-distill teacher tok.npz --preset micro --ctx 32 --steps 30 -o t -q > /dev/null && "
-        "mcd-distill transcoders tok.npz --model t --steps 30 -o tc -q > /dev/null && "
+        "mcd-distill transcoders tok.npz --model t --steps 60 --lr 3e-3 -o tc -q > /dev/null && "
         "mcd-distill distill tok.npz --teacher t --teacher-tc tc --student micro --width 8 --ctx 32 --steps 6 "
-        "--batch-size 4 --kd fkl --mcd 0.1 --max-fvu 1 -o s -q",
+        "--batch-size 4 --targets 2 --kd fkl --mcd 0.1 --max-fvu 10 -o s -q",
         "micro teacher, 6 MCD steps",
         "mcd_batches",
         "batches with MCD terms",
