@@ -62,7 +62,7 @@ def one_run(work: Path, seed: int, kd: str, size: str, lam: float, steps: int) -
     if not (work / f"{name}.eval.json").exists():
         sh(["eval", "instr.jsonl", "--model", name, "--teacher", "teacher", "--teacher-tc", "tc", "--tokens",
             "instr.npz", "--n", EVAL_N, "-o", f"{name}.eval.json", "-q", "--force"], work)  # fmt: skip
-    run = json.loads((work / name / "run.json").read_text())  
+    run = json.loads((work / name / "run.json").read_text())  # written by distill itself
     metrics = json.loads((work / f"{name}.eval.json").read_text())["models"][0]
     return {"seed": seed, "kd": kd, "student": size, "mcd": lam, **metrics, "train_seconds": run["seconds"],
             "steps": run["steps"], "mcd_batches": run["mcd_batches"], "fallbacks": run["kd_only_fallbacks"]}  # fmt: skip
