@@ -11,6 +11,7 @@ so the state dict has no shared storage and saves through core.checkpoint); a `K
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import torch
@@ -234,3 +235,46 @@ def _init(module: nn.Module) -> None:
             nn.init.zeros_(module.bias)
     elif isinstance(module, nn.Embedding):
         nn.init.normal_(module.weight, std=0.02)
+
+
+def _traced_norm(norm: RMSNorm, x: torch.Tensor, freeze: bool) -> torch.Tensor:
+    scale = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps)
+    return x * (scale.detach() if freeze else scale) * norm.weight
+
+
+def _traced_attention(attn: Attention, x: torch.Tensor, cos, sin, freeze: bool) -> torch.Tensor:
+    b, t, d = x.shape
+    q, k, v = attn.qkv(x).view(b, t, 3, attn.n_heads, d // attn.n_heads).permute(2, 0, 3, 1, 4)
+    q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+    pattern = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+    y = (pattern.detach() if freeze else pattern) @ v
+    return attn.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+def trace(model: DecoderTransformer, tokens: torch.Tensor, *, freeze: bool = False, mlp=None, embed=None):
+    """The causal forward of `model` (no cache, no dropout) with every MLP's input and output exposed.
+
+    Returns (hidden after the final norm, taps), taps[l] = {"mlp_in": the MLP input after ffn_norm,
+    "mlp_out": what the block added}. `freeze=True` detaches the attention patterns and every RMSNorm
+    scale, so the output is linear in the residual stream (the frozen model attribution graphs use).
+    `mlp(layer, mlp_in, mlp_out) -> tensor` replaces a block's MLP output (a transcoder's
+    reconstruction plus its error, say); `embed` replaces the token embeddings (a leaf to take
+    gradients against). With neither and freeze=False it equals `model.hidden(tokens)` in eval mode.
+    """
+    t = tokens.shape[1]
+    if t > model.cfg.max_len:
+        raise ValueError(f"sequence length {t} exceeds max_len {model.cfg.max_len}")
+    x = model.embed(tokens) if embed is None else embed
+    cos, sin = model.rope_cos[:t], model.rope_sin[:t]
+    taps = []
+    for layer, block in enumerate(model.blocks):
+        x = x + _traced_attention(block.attn, _traced_norm(block.attn_norm, x, freeze), cos, sin, freeze)
+        mlp_in = _traced_norm(block.ffn_norm, x, freeze)
+        out = block.ffn(mlp_in)
+        if mlp is not None:
+            out = mlp(layer, mlp_in, out)
+        taps.append({"mlp_in": mlp_in, "mlp_out": out})
+        x = x + out
+    return _traced_norm(model.norm, x, freeze), taps

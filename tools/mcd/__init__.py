@@ -1,0 +1,1 @@
+"""Meta Circuit Distillation: transcoder attribution graphs of teacher and student, aligned by optimal transport."""
