@@ -48,4 +48,5 @@ def embedded(small_pools):
     folder, arrays, metas = small_pools
     summary, model, emb = embedding.run(arrays, metas, graphrae.RAEConfig(epochs=1, batch_size=128), 0, clusters=8)
     np.save(folder / "emb.npy", emb)
+    graphrae.save(folder / "graphrae.safetensors", model, graphrae.RAEConfig(epochs=1, batch_size=128), "test")
     return folder, arrays, metas, emb, summary

@@ -49,6 +49,12 @@ def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=
         "reckless_share_selected": float(np.mean(tags[sel] == "reckless")) if len(sel) else 0.0,
         "selected_by_tag": {str(t): int(np.sum(tags[sel] == t)) for t in np.unique(tags)},
     }
+    w_last, sel_last = np.asarray(res.mixtures[-1]), res.selected[-1]
+    mechanism["last_round"] = {
+        "reckless_cluster_weight_max_times_k": float(w_last[reckless].max() * k) if reckless else None,
+        "rare_weight_ratio": float(w_last[rare].sum() / max(w0[rare].sum(), 1e-12)) if rare else None,
+        "reckless_share_selected": float(np.mean(tags[sel_last] == "reckless")) if len(sel_last) else 0.0,
+    }
     result = {"method": cfg.method, "seed": seed, "budget": cfg.budget, "rounds_run": len(res.rounds),
               "best_round": res.best_round, "val_pdms": res.val_pdms, "test": res.test, "mechanism": mechanism,
               "metric": "PDMS (NAVSIM v1 weights, x100), non-reactive log replay"}  # fmt: skip
