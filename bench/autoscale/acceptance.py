@@ -7,7 +7,8 @@ Per seed, through the installed executable (one thread):
   autoscale-mix embed  S/pools --seed s
   autoscale-mix run    S/pools -o S/M --method M --budget B --rounds 5 --clusters 16 --steps 1000 --seed s
 for M in autoscale, vanilla, domain-cls, real-only, knn-real, and vanilla at 4 B (the data-efficiency
-check). One JSON line per (seed, method) goes to --out; the summary table is printed at the end.
+check); --real-rare sets the share of each rare type in the real train pool (the scene bias), --methods
+the method@budget list. One JSON line per (seed, method) goes to --out; the summary table is printed at the end.
 """
 
 from __future__ import annotations
@@ -37,24 +38,28 @@ def sh(args: list[str]) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def one_seed(seed: int, work: Path, out) -> None:
+def one_seed(seed: int, work: Path, out, real_rare: float, methods) -> None:
     pools = work / f"s{seed}" / "pools"
     t0 = time.monotonic()
-    sizes = [f"--{k}={v}" for k, v in SIZES.items()]
-    pools_json = json.loads(sh(["autoscale-mix", "pools", "-o", str(pools), *sizes, "--seed", str(seed)]))
+    spec = work / f"spec{seed}.json"
+    spec.write_text(json.dumps({**SIZES, "seed": seed, "real_rare": real_rare}))
+    pools_json = json.loads(sh(["autoscale-mix", "pools", str(spec), "-o", str(pools)]))
+    pools_json["real_rare"] = real_rare
     t_pools = time.monotonic() - t0
     emb_json = json.loads(sh(["autoscale-mix", "embed", str(pools), "--seed", str(seed), "--clusters", "16"]))
     t_embed = time.monotonic() - t0 - t_pools
     out.write(json.dumps({"seed": seed, "verb": "pools", "seconds": t_pools, **pools_json}) + "\n")
     emb_json.pop("clusters", None)
+    emb_json["real_rare"] = real_rare
     out.write(json.dumps({"seed": seed, "verb": "embed", "seconds": t_embed, **emb_json}) + "\n")
     out.flush()
-    for method, budget in METHODS:
+    for method, budget in methods:
         t1 = time.monotonic()
         run_dir = work / f"s{seed}" / f"{method}-{budget}"
         res = json.loads(sh(["autoscale-mix", "run", str(pools), "-o", str(run_dir), "--method", method,
                              "--budget", str(budget), *LOOP, "--seed", str(seed)]))  # fmt: skip
         res["seconds"] = time.monotonic() - t1
+        res["real_rare"] = real_rare
         out.write(json.dumps({"verb": "run", **res}) + "\n")
         out.flush()
         print(f"seed {seed} {method}@{budget}: test PDMS {res['test']['pdms']:.2f} ({res['seconds']:.0f} s)",
@@ -68,21 +73,27 @@ def summary(path: Path) -> None:
     runs = [r for r in rows if r["verb"] == "run"]
     table: dict = {}
     for r in runs:
-        table.setdefault(f"{r['method']}@{r['budget']}", []).append(r["test"]["pdms"])
-    print("method  seeds  test_pdms_mean  per_seed")
-    for key, vals in table.items():
-        print(f"{key}  {len(vals)}  {np.mean(vals):.2f}  {' '.join(f'{v:.2f}' for v in vals)}")
-    emb = [r for r in rows if r["verb"] == "embed"]
-    for r in emb:
+        key = f"real_rare={r.get('real_rare', 0.02)}  {r['method']}@{r['budget']}"
+        table.setdefault(key, []).append((r["seed"], r["test"]["pdms"]))
+    print("config  method  seeds  test_pdms_mean  per_seed(seed:pdms)")
+    for key, vals in sorted(table.items()):
+        per = " ".join(f"{s}:{v:.2f}" for s, v in sorted(vals))
+        print(f"{key}  {len(vals)}  {np.mean([v for _, v in vals]):.2f}  {per}")
+    for r in (r for r in rows if r["verb"] == "embed"):
         print(
-            f"embed seed {r['seed']}: purity {r['purity']:.3f}  PCA(32) {r['purity_pca']:.3f}  raw {r['purity_raw']:.3f}"
+            f"embed real_rare={r.get('real_rare', 0.02)} seed {r['seed']}: purity {r['purity']:.3f}  "
+            f"PCA(32) {r['purity_pca']:.3f}  raw {r['purity_raw']:.3f}"
         )
-    for r in runs:
-        if r["method"] == "autoscale":
-            m = r["mechanism"]
-            print(f"mechanism seed {r['seed']}: reckless clusters {m['reckless_clusters']} max w*K "
-                  f"{m['reckless_cluster_weight_max_times_k']}; rare clusters {m['rare_clusters']} weight ratio "
-                  f"{m['rare_weight_ratio']}; reckless share selected {m['reckless_share_selected']:.3f}")  # fmt: skip
+    for r in (r for r in runs if r["method"] == "autoscale"):
+        m = r["mechanism"]
+        last = m.get("last_round", {})
+        print(
+            f"mechanism real_rare={r.get('real_rare', 0.02)} seed {r['seed']} (best round {r['best_round']}): "
+            f"reckless clusters {m['reckless_clusters']} w*K best {m['reckless_cluster_weight_max_times_k']} "
+            f"last {last.get('reckless_cluster_weight_max_times_k')}; rare clusters {m['rare_clusters']} "
+            f"weight ratio best {m['rare_weight_ratio']} last {last.get('rare_weight_ratio')}; reckless share "
+            f"selected best {m['reckless_share_selected']:.3f} last {last.get('reckless_share_selected')}"
+        )
 
 
 def main() -> None:
@@ -90,12 +101,15 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", default=str(Path(__file__).with_name("acceptance.jsonl")))
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--real-rare", type=float, default=0.02, help="share of each rare type in the real train pool")
+    ap.add_argument("--methods", default=",".join(f"{m}@{b}" for m, b in METHODS), help="method@budget,...")
     args = ap.parse_args()
     out_path = Path(args.out)
     if not args.summary_only:
         with tempfile.TemporaryDirectory(prefix="autoscale-acc-") as work, open(out_path, "a") as out:
             for seed in [int(s) for s in args.seeds.split(",")]:
-                one_seed(seed, Path(work), out)
+                methods = [(m.split("@")[0], int(m.split("@")[1])) for m in args.methods.split(",")]
+                one_seed(seed, Path(work), out, args.real_rare, methods)
     summary(out_path)
 
 
