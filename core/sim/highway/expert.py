@@ -18,17 +18,23 @@ from methodkit.core.sim.highway.simulate import FRAME_S, Sim
 from methodkit.core.sim.highway.state import State
 
 
-def futures(state: State, env=None, seconds: float = vocab.PLAN_SECONDS, substeps: int = 1) -> dict:
+def futures(
+    state: State, env=None, seconds: float = vocab.PLAN_SECONDS, substeps: int = 1, ego_mode: int = K.EGO_EXPERT
+) -> dict:
     """Roll environments `env` forward under the expert from copies; `state` is not touched.
+
+    `ego_mode=kernels.EGO_IDM` rolls the ego out as a traffic driver with its own driver parameters and
+    target speed instead (a driver other than the expert labelling its scenes).
 
     Returns ego [E, H, 3] (x, y, heading at each 0.2 s frame) and agents [E, N, H, 4]
     (x, y, heading, speed of every slot), present [E, N, H].
     """
     env = np.arange(state.batch) if env is None else np.asarray(env)
     copy = state.take(env)
-    copy.env_i[:, K.EGO_MODE] = K.EGO_EXPERT
+    copy.env_i[:, K.EGO_MODE] = ego_mode
     copy.env_i[:, K.MAX_STEPS] = np.iinfo(np.int32).max
-    copy.veh[:, K.TSPEED, 0] = copy.road_f[:, K.SPEED_LIMIT]
+    if ego_mode == K.EGO_EXPERT:
+        copy.veh[:, K.TSPEED, 0] = copy.road_f[:, K.SPEED_LIMIT]
     sim = Sim(copy, substeps)
     steps = int(round(seconds / FRAME_S))
     agents = np.zeros((env.size, copy.slots, steps, 4))

@@ -37,7 +37,14 @@ def build(spec, where: str = "spec") -> tuple[dict, dict]:
 
 
 def _chunk(part, slots: int, n_lanes: int) -> dict:
-    state = pack(part, slots=slots)
+    return state_arrays(pack(part, slots=slots), n_lanes)
+
+
+def state_arrays(state, n_lanes: int, futures: dict | None = None) -> dict:
+    """The scene arrays (schema keys but scene_id) of every environment of a packed `state`, now.
+
+    The state is not changed. `futures` (as expert.futures returns) replaces the expert's rollout, for
+    callers that snapshot mid-episode or label scenes with another driver."""
     speeds = state.speeds()
     role = roles(state).astype(np.float64)
     features = np.stack(
@@ -49,7 +56,7 @@ def _chunk(part, slots: int, n_lanes: int) -> dict:
     width = state.lanes_t.shape[1]
     lanes[:, :width, :4] = state.lanes_t
     lanes[:, :, 4] = np.arange(n_lanes)
-    fut = expert.futures(state)
+    fut = expert.futures(state) if futures is None else futures
     index, traj = expert.expert_index(state, traj=fut["ego"])
     return {
         "ego": features[:, 0],
