@@ -13,7 +13,7 @@ DEMO = [
     DemoStep(
         "cyb-train data --source arith --arith-problems 3000 -o tok.npz -q > /dev/null && "
         "cyb-train pretrain tok.npz --loss cyb-ap --ctx 64 --layers 2 --d-model 64 --steps 40 --batch-size 16 "
-        "--warmup 10 -o run -q",
+        "--warmup 10 --val-windows 8 -j 1 -o run -q",
         "arith, 3000 additions, 40 steps",
         "val.bpc_marginal",
         "CYB-AP val bits/char",

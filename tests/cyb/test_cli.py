@@ -32,7 +32,7 @@ def test_data_writes_tokens_and_vocab_same_seed_same_bytes(run_cli, tmp_path):
 
 def test_pretrain_outputs_and_eval(tiny, run_cli, tmp_path):
     folder, tokens, runs = tiny
-    for loss, run in runs.items():
+    for run in runs.values():
         assert {"model.safetensors", "model.json", "config.json", "log.csv"} <= {p.name for p in run.iterdir()}
         header = (run / "log.csv").read_text().splitlines()[0].split(",")
         assert {"step", "tokens_seen", "loss", "val_bpc", "mean_pauses", "lr", "seconds"} <= set(header)

@@ -120,8 +120,11 @@ def grouped_hidden(model: PauseLM, x: torch.Tensor) -> torch.Tensor:
     cos, sin = core.rope_cos[pos], core.rope_sin[pos]  # (T, K+1, Dh/2)
     real = core.embed(x)  # (B, T, d)
     pause = core.embed.weight[model.pause_id].expand(b, t, k_max, -1)  # (B, T, K, d)
-    causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()  # [t, s]: s <= t
-    own = torch.ones(k_max, k_max, dtype=torch.bool, device=x.device).tril()  # [k, j]: j <= k
+    d = real.shape[-1]
+    # Additive masks: a pause of group t sees real keys s <= t, and its own group's pauses j <= k.
+    bias_real = _additive(torch.ones(t, t, dtype=torch.bool, device=x.device).tril()[:, None, :].expand(t, k_max, t))
+    bias_own = _additive(torch.ones(k_max, k_max, dtype=torch.bool, device=x.device).tril())
+    bias_real = bias_real.reshape(t * k_max, t)
     for block in core.blocks:
         hr, hp = block.attn_norm(real), block.attn_norm(pause)
         qr, kr, vr = (z.transpose(1, 2) for z in _heads(block.attn.qkv(hr), n_heads))  # (B, H, T, Dh)
@@ -130,19 +133,21 @@ def grouped_hidden(model: PauseLM, x: torch.Tensor) -> torch.Tensor:
         qp, kp = apply_rope(qp, cos[:, 1:], sin[:, 1:]), apply_rope(kp, cos[:, 1:], sin[:, 1:])
         yr = F.scaled_dot_product_attention(qr, kr, vr, is_causal=True)
         scale = qp.shape[-1] ** -0.5
-        s_real = torch.einsum("bhtkd,bhsd->bhtks", qp, kr) * scale
-        s_real = s_real.masked_fill(~causal[:, None, :], float("-inf"))
-        s_own = torch.einsum("bhtkd,bhtjd->bhtkj", qp, kp) * scale
-        s_own = s_own.masked_fill(~own, float("-inf"))
-        weights = torch.softmax(torch.cat([s_real, s_own], dim=-1), dim=-1)  # one softmax over both key sets
-        yp = torch.einsum("bhtks,bhsd->bhtkd", weights[..., :t], vr)
-        yp = yp + torch.einsum("bhtkj,bhtjd->bhtkd", weights[..., t:], vp)
-        d = real.shape[-1]
+        s_real = (qp.reshape(b, n_heads, t * k_max, -1) @ kr.transpose(-1, -2)) * scale + bias_real
+        s_own = (qp @ kp.transpose(-1, -2)) * scale + bias_own  # (B, H, T, K, K)
+        # one softmax over both key sets = the log-sum-exp merge of the two partial attentions
+        weights = torch.softmax(torch.cat([s_real.view(b, n_heads, t, k_max, t), s_own], dim=-1), dim=-1)
+        yp = (weights[..., :t].reshape(b, n_heads, t * k_max, t) @ vr).view(b, n_heads, t, k_max, -1)
+        yp = yp + weights[..., t:] @ vp
         real = real + block.attn.out(yr.transpose(1, 2).reshape(b, t, d))
         pause = pause + block.attn.out(yp.permute(0, 2, 3, 1, 4).reshape(b, t, k_max, d))
         real = real + block.ffn(block.ffn_norm(real))
         pause = pause + block.ffn(block.ffn_norm(pause))
     return core.norm(torch.cat([real[:, :, None], pause], dim=2))
+
+
+def _additive(allowed: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(allowed.shape, device=allowed.device).masked_fill(~allowed, float("-inf"))
 
 
 def interleave(model: PauseLM, x: torch.Tensor) -> torch.Tensor:
