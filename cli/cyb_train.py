@@ -294,14 +294,21 @@ def pretrain_cmd(data, **o):
 
 @main.command("finetune")
 @input_argument("data")
-@click.option("--init", required=True, metavar="DIR", help="A cyb-train checkpoint (a ce run, or a pause run).")
+@click.option("--init", metavar="DIR", help="A cyb-train checkpoint (a ce run, or a pause run) [required].")
 @click.option("--freeze-base", is_flag=True, help="Train only the embeddings, the head and the DK bias.")
 @_training_options
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose", output_kind="folder")
 def finetune_cmd(data, init, freeze_base, **o):
     """Fine-tune a checkpoint with a pause loss: a ce model gains the <pause> embedding (the mean
     token embedding) and a DK head row (zero, bias -2); a model that has them keeps its rows."""
-    _train(Run.from_context(), data, o.pop("output"), init, freeze_base, o)
+    run = Run.from_context()
+    if data != "-":
+        run.input_bytes(data)  # a missing token file is reported first
+    if not init:
+        from methodkit.core.errors import UsageError
+
+        raise UsageError("Missing option '--init' (the checkpoint to fine-tune)")
+    _train(run, data, o.pop("output"), init, freeze_base, o)
 
 
 # ---------------------------------------------------------------- eval, pauses, generate
@@ -345,7 +352,7 @@ def eval_cmd(tokens, checkpoints, split, windows, threshold, metrics_path, **_):
 
 @main.command("pauses")
 @input_argument()
-@click.option("--checkpoint", required=True, metavar="DIR", help="A cyb-train run folder.")
+@click.option("--checkpoint", metavar="DIR", help="A cyb-train run folder [required].")
 @click.option("--policy", type=click.Choice(("greedy", "sample")), default="greedy", show_default=True,
               help="greedy: pause while d_k > threshold; sample: pause with probability d_k.")  # fmt: skip
 @click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Greedy threshold.")
@@ -361,7 +368,11 @@ def pauses_cmd(input, checkpoint, policy, threshold, **_):
     from methodkit.tools.cyb.decode import text_pause_report
 
     run = Run.from_context()
-    text = run.input_bytes(input).data.decode("utf-8", errors="replace")
+    text = io.decode_text(run.input_bytes(input))
+    if not checkpoint:
+        from methodkit.core.errors import UsageError
+
+        raise UsageError("Missing option '--checkpoint' (a cyb-train run folder)")
     torch.set_num_threads(1)
     rows = text_pause_report(checkpoint, text, policy=policy, threshold=threshold, seed=run.seed)
     body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -90,6 +90,8 @@ def load_model(path, device: str = "cpu") -> tuple[PauseLM, dict]:
     path = Path(path)
     if path.is_dir():
         path = path / "model.safetensors"
+    if path.suffix != ".safetensors":
+        raise DataError(f"{path}: not a cyb-train checkpoint (give a run folder or its model.safetensors)")
     tensors, sidecar = checkpoint.load(path, device=device)
     try:
         model_cfg = PauseModelConfig(**sidecar["config"]["model"])
