@@ -48,6 +48,7 @@ def test_pretrain_outputs_and_eval(tiny, run_cli, tmp_path):
     assert {"operand", "answer"} <= set(record["classes"]) and 0 <= record["exact_match"] <= 1
 
 
+@pytest.mark.slow
 def test_pretrain_same_seed_same_weights(tiny, run_cli, tmp_path):
     _, tokens, runs = tiny
     out = tmp_path / "again"
@@ -56,6 +57,7 @@ def test_pretrain_same_seed_same_weights(tiny, run_cli, tmp_path):
     assert (out / "model.safetensors").read_bytes() == (runs["cyb-va"] / "model.safetensors").read_bytes()
 
 
+@pytest.mark.slow
 def test_finetune_from_ce_adds_pause_rows(tiny, run_cli, tmp_path):
     _, tokens, runs = tiny
     out = tmp_path / "ft"
