@@ -42,7 +42,8 @@ def score(model, windows: Windows, loss: str, *, threshold: float = 0.5, batch: 
     policy = policy_of(loss)
     for start in range(0, n, batch):
         x, y = windows.batch(np.arange(start, min(start + batch, n)))
-        xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+        device = model.core.embed.weight.device
+        xt, yt = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
         logits = model.group_logits(xt)
         terms = slot_terms(logits, yt, base)
         g = terms.slots
