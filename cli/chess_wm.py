@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
+from methodkit.cli._common import (
+    DemoStep,
+    OutputPath,
+    Run,
+    common_options,
+    input_argument,
+    option_group,
+    tool_group,
+    warn,
+)
 
 ARCH_CHOICES = ("transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2")
 SIZE_CHOICES = ("d64", "d128", "d256", "d384", "d512")
@@ -95,7 +104,8 @@ def main():
     python-chess is the ground truth. Verbs: build data from PGN, generate random or
     book self-play games, train one of seven architectures (Transformer, SLiCE, Gated
     DeltaNet, Mamba-3 and their ablations), evaluate on named splits, predict states
-    for UCI lines, and run the self-checks.
+    for UCI lines, check a data folder's labels against python-chess, and run the
+    self-checks.
 
     The `book` split (selfplay) is a synthetic human-proxy: book openings then a
     heuristic player or Stockfish. It is never real games; real games come from PGN.
@@ -105,17 +115,18 @@ def main():
       chess-wm selfplay --games 2000 | chess-wm build - -o book --max-plies 96
       chess-wm selfplay --engine numba --games 40000 --max-plies 96 --data book
       chess-wm random --games 2000 --max-plies 96 -o rand
-      chess-wm train book -o run-gdn --arch gdn --size d128 --batch-size 64 --lr 3e-3 --warmup 500
+      chess-wm train book -o run-gdn --arch gdn --size d128 --batch-size 64 --lr 3e-3 --steps 600 --warmup 60
       chess-wm eval --checkpoint run-gdn book=book random=rand --out-dir eval
       echo "e2e4 e7e5 g1f3" | chess-wm predict --checkpoint run-gdn | jq '.states[-1].fen'
       zstdcat lichess_db_standard_rated_2013-01.pgn.zst | chess-wm build - -o real
+      chess-wm check real book rand
 
     \b
     EXIT STATUS
       0  success
       1  failure while running (non-finite training loss: the last good checkpoint is kept)
       2  bad usage or bad input (malformed data with --strict, spec mismatch, missing files)
-      3  a self-check failed (selftest)
+      3  a self-check failed (selftest) or a label differs from python-chess (check)
       130  interrupted
     """
 
@@ -159,6 +170,7 @@ def build(input, out_dir, data_format, ep, min_fullmoves, max_plies, games_per_s
             games_per_shard=games_per_shard,
             force=run.force,
             progress=cb,
+            warn=lambda message: warn("chess-wm", message),
         )
     run.emit_result({"output": out_dir, **stats.to_dict()}, output="-")
 
@@ -409,8 +421,9 @@ def train(data, out_dir, arch, size, kernel, val_paths, dropout, resume, sweep_p
 
                 raise DataError(f"{sweep_path}: a sweep grid is a JSON object of lists")
             result = sweep(
-                data, out_dir, cfg, opts, grid, val_paths=val_paths, force=run.force, device=device, progress=cb
-            )
+                data, out_dir, cfg, opts, grid, val_paths=val_paths, force=run.force, device=device, progress=cb,
+                warn=lambda message: warn("chess-wm", message),
+            )  # fmt: skip
         else:
             result = train_model(
                 data,
@@ -422,6 +435,7 @@ def train(data, out_dir, arch, size, kernel, val_paths, dropout, resume, sweep_p
                 force=run.force,
                 device=device,
                 progress=cb,
+                warn=lambda message: warn("chess-wm", message),
             ).to_dict()
     run.emit_result(result, output="-")
 
@@ -465,12 +479,16 @@ def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, 
     recorded as inf and the other data sets still run. metrics.json adds the 20-ply
     prefix bins.
     """
-    from methodkit.tools.chess_wm.evaluation import evaluate_many
+    from methodkit.core import io
+    from methodkit.tools.chess_wm.evaluation import evaluate_many, parse_named
     from methodkit.tools.chess_wm.training import checkpoint_path
 
     for path in checkpoints:
         checkpoint_path(path)
     run = Run.from_context()
+    parse_named(datasets)  # a malformed or repeated NAME is refused before any checkpoint is loaded
+    if run.output != "-" and not run.fmt:
+        io.format_from_path(run.output)  # an unknown extension is refused, not written as CSV
     run.threads(default=1)
     device = run.torch_device()
     with run.progress() as cb:
@@ -521,6 +539,38 @@ def predict(input, checkpoint, **_):
     with io.atomic_write(run.output, force=run.force) as handle:
         for record in records:
             handle.write((io.dumps_json(record) + "\n").encode())
+
+
+@main.command("check")
+@click.argument("data", nargs=-1, required=True, metavar="DATA...")
+@common_options("meta", "quiet", "verbose")
+def check(data, **_):
+    """Replay every game of data folders with python-chess and compare all 75 labels (exit 3 on a mismatch).
+
+    Every stored move must be legal where it is played and the labels after every
+    prefix must equal python-chess's square-by-square reading of the board (with the
+    folder's --ep convention). Prints one JSON line: games, plies, bad_games,
+    first_mismatch, ok; a mismatch then exits 3 naming the first wrong game, ply and label.
+    """
+    from methodkit.core.errors import CheckFailed
+    from methodkit.tools.chess_wm.check import CheckReport, check_games
+    from methodkit.tools.chess_wm.data import check_data_paths, load_dataset
+
+    _require_chess()
+    run = Run.from_context()
+    check_data_paths(list(data))
+    total = CheckReport()
+    with run.progress() as cb:
+        for path in data:
+            games = load_dataset(path)
+            games.name = str(path)
+            report = check_games(games, cb)
+            total.games, total.plies = total.games + report.games, total.plies + report.plies
+            total.bad_games += report.bad_games
+            total.first_mismatch = total.first_mismatch or report.first_mismatch
+    run.emit_result(total.to_dict(), output="-")
+    if total.bad_games:
+        raise CheckFailed(f"{total.first_mismatch} ({total.bad_games} of {total.games} games wrong)")
 
 
 @main.command("selftest")

@@ -53,7 +53,7 @@ def main():
     --resume -o DIR` continues from the newest set in which all P stages reached
     the same step, and ends with the same numbers, bit for bit, as a run that was
     never stopped; --steps may grow. A checkpoint made with another
-    configuration (anything but --steps/--log-every) or other data is refused
+    configuration (anything but --steps) or other data is refused
     with exit 2 naming both spec hashes.
 
     \b
@@ -174,7 +174,7 @@ model_options = option_group(
     type=click.FloatRange(min=0),
     default=0.0,
     show_default=True,
-    help="Clip each stage's gradient norm to this (0: off).",
+    help="Clip the gradient norm over all stages' parameters to this (0: off).",
 )
 @click.option(
     "--aqsgd-warm",
@@ -237,11 +237,17 @@ def run_cmd(
 
     --resume continues from DIR/ckpt (the newest complete set of stage checkpoints).
     """
+    import math
     from pathlib import Path
 
+    from methodkit.core.errors import UsageError
     from methodkit.tools.clapping.config import RunConfig, check_run_folder, check_settings, write_run
 
     run = Run.from_context()
+    if bandwidth_mbps is not None and not (math.isfinite(bandwidth_mbps) and bandwidth_mbps > 0):
+        raise UsageError(f"--bandwidth-mbps must be a positive finite number, got {bandwidth_mbps}")
+    if not (math.isfinite(latency_ms) and latency_ms >= 0):
+        raise UsageError(f"--latency-ms must be a finite number >= 0, got {latency_ms}")
     fields = RunConfig.__dataclass_fields__
     chosen = {k: v for k, v in options.items() if k in fields and k not in ("seed", "device")}
     cfg = RunConfig(task=task, **chosen, seed=run.seed, device=run.device())
@@ -265,7 +271,7 @@ def run_cmd(
 
             result = run_distributed(
                 cfg, data, folder, timeout_s=timeout, bandwidth_mbps=bandwidth_mbps, latency_ms=latency_ms,
-                ckpt_every=ckpt_every, resume=resume,
+                ckpt_every=ckpt_every, resume=resume, progress=progress,
             )  # fmt: skip
     summary = {**result.to_dict(), "backend": backend, "data": data.meta}
     write_run(folder, result, summary)

@@ -68,3 +68,47 @@ def test_plan_and_bench(shell, run_cli, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().splitlines()[0] == "compressor,size,ours_s,ref_s,ratio,reference"
+
+
+def test_bad_numbers_are_refused_naming_the_flag_and_create_nothing(run_cli, tmp_path, one_line_error):
+    cases = [
+        (["--batch", "-4"], "--batch must be at least 1, got -4"),
+        (["--batch", "0"], "--batch must be at least 1, got 0"),
+        (["--lr", "-1"], "--lr must be a positive finite number, got -1.0"),
+        (["--lr", "nan"], "--lr must be a positive finite number, got nan"),
+        (["--clip", "inf"], "--clip must be a finite number, got inf"),
+        (["--bandwidth-mbps", "0"], "--bandwidth-mbps must be a positive finite number, got 0.0"),
+    ]
+    for flags, message in cases:
+        proc = _run(run_cli, "run", *flags, "--stages", "2", "--steps", "4", "-o", "x", cwd=tmp_path)
+        line = one_line_error(proc, "clapping-train", message)
+        assert line == f"clapping-train: error: {message}", line
+        assert not (tmp_path / "x").exists(), flags
+
+
+def test_infinite_cell_is_refused_by_file_row_and_column(run_cli, tmp_path, one_line_error):
+    rows = [f"{i},{2 * i}" for i in range(40)]
+    rows[7] = "7,inf"
+    (tmp_path / "t.csv").write_text("a,y\n" + "\n".join(rows) + "\n")
+    proc = _run(run_cli, "run", "t.csv", "--task", "mlp-csv", "--target", "y", "--stages", "2", "--steps", "4",
+                "--batch", "8", "--backend", "sim", "-o", "x", cwd=tmp_path)  # fmt: skip
+    line = one_line_error(proc, "clapping-train")
+    assert line == "clapping-train: error: t.csv: line 9: column 'y' is infinite; remove or impute it", line
+    assert not (tmp_path / "x").exists()
+
+
+def test_help_documents_only_real_flags(run_cli):
+    text = _run(run_cli, "run", "--help", cwd=None).stdout.decode() + _run(run_cli, "--help", cwd=None).stdout.decode()
+    assert "--log-every" not in text
+    assert "each stage's gradient norm" not in text and "over all stages" in text
+
+
+def test_gloo_backend_reports_progress_from_rank_0(run_cli, tmp_path):
+    args = ["run", "--stages", "2", "--width", "16", "--steps", "12", "--ckpt-every", "0", "--backend", "gloo"]
+    proc = _run(run_cli, *args, "-v", "-o", "v", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0] == "train: started (12 steps)", lines
+    assert lines[-1].startswith("train: done in "), lines  # reached only when rank 0 reported step 12
+    quiet = _run(run_cli, *args, "-q", "-o", "q", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == b"", quiet.stderr

@@ -13,6 +13,7 @@ import io as _io
 import json
 import logging
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ class BuildStats:
     shards: list = field(default_factory=list)
     decode_replacements: int = 0
     input_truncated_at: int | None = None
+    unterminated: int = 0  # kept games whose movetext ends without a result marker (a cut file)
+    first_unterminated: str | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -76,6 +79,7 @@ class BuildStats:
             "shards": len(self.shards),
             "decode_replacements": self.decode_replacements,
             "input_truncated_at": self.input_truncated_at,
+            "unterminated": self.unterminated,
         }
 
 
@@ -312,10 +316,17 @@ def iter_pgn_games(text: str, name: str, opts: PgnOptions, stats: BuildStats) ->
         if opts.max_plies is not None and len(moves) > opts.max_plies:
             moves = moves[: opts.max_plies]
             stats.truncated += 1
+        if not _TERMINATED.search(text, offset, handle.tell()):
+            stats.unterminated += 1
+            stats.first_unterminated = stats.first_unterminated or f"{name}: game {number} at byte {offset}"
         uci = " ".join(m.uci() for m in moves)
         ident = [headers.get(k, "") for k in ("Event", "Site", "Date", "Round", "White", "Black")]
         tokens, states = game_arrays(moves, opts.ep, chess.Board())
         yield Game(tokens, states, make_game_id("pgn", *ident, uci), headers.get("Result", "*"))
+
+
+# a game's text ends with its termination marker (trailing comments aside); a file cut mid-movetext does not
+_TERMINATED = re.compile(r"(?:1-0|0-1|1/2-1/2|\*)\s*(?:\{[^}]*\}\s*)*\Z")
 
 
 def _skip(stats: BuildStats, reason: str, opts: PgnOptions, name: str, number: int, offset: int, what: str) -> None:
@@ -333,8 +344,11 @@ def build_from_pgn(
     games_per_shard: int = 4096,
     force: bool = False,
     progress: ProgressCallback = silent,
+    warn: Callable[[str], None] = lambda message: None,
 ) -> BuildStats:
-    """PGN inputs (name, raw bytes; `.zst` decompressed here) -> a data directory."""
+    """PGN inputs (name, raw bytes; `.zst` decompressed here) -> a data directory.
+
+    `warn` gets one line for a cut .zst stream and one for games that end without a result marker."""
     writer = DatasetWriter(
         out_dir,
         source="pgn",
@@ -353,6 +367,9 @@ def build_from_pgn(
                     if opts.strict:
                         raise DataError(f"{name}: truncated zstd stream after {cut} decompressed bytes (--strict)")
                     writer.stats.input_truncated_at = cut
+                    warn(
+                        f"{name}: truncated zstd stream after {cut} decompressed bytes; the last, partial game is dropped"
+                    )
                     # the last game may be cut mid-way: keep only games before its header
                     last = max(raw.rfind(b"\n[Event "), 0)
                     raw = raw[:last]
@@ -361,6 +378,11 @@ def build_from_pgn(
             for game in iter_pgn_games(text, name, opts, writer.stats):
                 writer.add(game)
                 progress("build", writer.stats.kept, None)
+        if writer.stats.unterminated:
+            warn(
+                f"{writer.stats.first_unterminated}: movetext ends without a result (1-0, 0-1, 1/2-1/2, *); "
+                f"{writer.stats.unterminated} such game(s) kept as far as they go (a cut file?)"
+            )
         if writer.stats.kept == 0:
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(writer.stats.skipped.items())) or "no games found"
             raise DataError(f"{', '.join(writer.inputs) or '<stdin>'}: no usable game ({reasons})")

@@ -132,6 +132,8 @@ def parse_named(items) -> list[tuple[str, str]]:
             name, path = Path(item).name or item, item
         if not name or not path:
             raise UsageError(f"data set argument {item!r} must be NAME=DIR")
+        if any(name == seen for seen, _ in out):
+            raise UsageError(f"data set name {name!r} is given twice; give each NAME=DIR a different NAME")
         out.append((name, path))
     return out
 

@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -125,6 +126,7 @@ def train_model(
     force: bool = False,
     device: str = "cpu",
     progress: ProgressCallback = silent,
+    warn: Callable[[str], None] = lambda message: None,
 ) -> TrainRun:
     import torch
 
@@ -147,6 +149,11 @@ def train_model(
     if model_cfg.arch == "transformer":
         model_cfg.max_len = max(model_cfg.max_len, int(train_set.plies.max()) + 1, int(val.plies.max(initial=0)) + 1)
     steps = opts.steps or max(1, math.ceil(opts.epochs * len(train_set) / opts.batch_size))
+    if opts.warmup > steps:  # the linear ramp never finishes: the run trains at a fraction of --lr
+        warn(
+            f"--warmup {opts.warmup} exceeds the run's {steps} steps: the learning rate peaks at "
+            f"{opts.lr * steps / opts.warmup:.3g}, {steps / opts.warmup:.0%} of --lr; lower --warmup or raise --steps"
+        )
     cfg = core_train.TrainConfig(
         steps=steps,
         batch_size=opts.batch_size,
@@ -231,6 +238,7 @@ def sweep(
     force: bool = False,
     device: str = "cpu",
     progress: ProgressCallback = silent,
+    warn: Callable[[str], None] = lambda message: None,
 ) -> dict:
     """Run the grid sequentially (one folder and one sweep.csv row per run); pick the lowest val loss."""
     from copy import deepcopy
@@ -260,6 +268,7 @@ def sweep(
             val_paths=val_paths,
             force=force,
             device=device,
+            warn=lambda message, number=number: warn(f"run-{number:03d}: {message}"),
         )
         rows.append(
             {

@@ -7,7 +7,7 @@ its next step depends on: parameters, momentum buffers, both link ends' referenc
 warm-started factors, the torch RNG state, and its byte/loss logs so far. A set counts only when
 all P stages are present at the same step; older sets are removed once a newer one is complete,
 so a crash while writing leaves the previous set usable. The spec hash covers everything that must
-match to continue (the configuration except --steps/--log-every, the stage, the data's bytes).
+match to continue (the configuration except --steps and the log interval, the stage, the data's bytes).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ them before its heavy imports, so a bad flag fails in well under a second)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -53,6 +54,12 @@ class RunConfig:
             raise UsageError(f"--algo must be one of {', '.join(ALGOS)}, got {self.algo!r}")
         if self.reuse < 1:
             raise UsageError(f"--reuse must be at least 1, got {self.reuse}")
+        if self.batch < 1:
+            raise UsageError(f"--batch must be at least 1, got {self.batch}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise UsageError(f"--lr must be a positive finite number, got {self.lr}")
+        if not math.isfinite(self.clip):
+            raise UsageError(f"--clip must be a finite number, got {self.clip}")
         if self.steps < 1:
             raise UsageError(f"--steps must be at least 1, got {self.steps}")
         if self.batch % self.microbatches:

@@ -78,11 +78,17 @@ class GlooTransport:
         return out
 
 
+PROGRESS_EVERY_S = 0.25  # rank 0 reports its step at most this often
+
+
 def config_hash(cfg) -> str:
     return hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, queue, first, ckpt_every):
+def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, queue, first, ckpt_every, parent):
+    from methodkit.tools.clapping.lifetime import die_with_parent
+
+    die_with_parent(parent)
     try:
         import torch
         import torch.distributed as dist
@@ -115,8 +121,12 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
         fingerprint = checkpoints.data_fingerprint(data)
         if first:
             checkpoints.load_stage(out_dir, worker, first, fingerprint)
+        reported = 0.0
         for t in range(first, cfg.steps):
             worker.step(t)
+            if rank == 0 and (time.monotonic() - reported > PROGRESS_EVERY_S or t + 1 == cfg.steps):
+                queue.put(("progress", rank, t + 1))  # the parent draws the bar / -v lines
+                reported = time.monotonic()
             if checkpoints.due(t + 1, ckpt_every, cfg.steps):
                 checkpoints.save_stage(out_dir, worker, t + 1, fingerprint)
                 dist.barrier()  # the set is complete only once every rank has written its stage
@@ -132,6 +142,30 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
     except BaseException as exc:  # report, then let the parent stop the others
         queue.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         raise SystemExit(1) from None
+
+
+def _collect(procs, queue, cfg, progress) -> dict:
+    """Every rank's final message; progress from rank 0 on the way; RunFailure naming a failed rank."""
+    results, failure = {}, None
+    while len(results) < cfg.stages and failure is None:
+        if not queue.empty():
+            message = queue.get()
+            if message[0] == "ok":
+                results[message[1]] = message[2]
+            elif message[0] == "progress":
+                progress("train", message[2], cfg.steps)
+            else:
+                failure = message
+        elif any(p.exitcode not in (None, 0) for p in procs) and queue.empty():
+            dead = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
+            time.sleep(0.5)
+            if queue.empty():
+                failure = ("error", dead, f"rank {dead} exited with status {procs[dead].exitcode}", "")
+        else:
+            time.sleep(0.05)
+    if failure is not None:
+        raise RunFailure(f"rank {failure[1]} failed: {failure[2]}; all ranks stopped")
+    return results
 
 
 def run_distributed(
@@ -155,7 +189,7 @@ def run_distributed(
     import torch.multiprocessing as mp
 
     from methodkit.core import checkpoint
-    from methodkit.tools.clapping import checkpoints, tasks
+    from methodkit.tools.clapping import checkpoints, lifetime, tasks
     from methodkit.tools.clapping.pipeline import stage_widths, summarize
 
     cfg.validate(len(data.x_train))
@@ -170,39 +204,19 @@ def run_distributed(
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
     port = free_port()
-    procs = [
-        ctx.Process(
-            target=_rank_main,
-            args=(r, cfg, data, port, str(folder), timeout_s, bandwidth_mbps, latency_ms, queue, first, ckpt_every),
-        )
-        for r in range(cfg.stages)
-    ]
-    for proc in procs:
-        proc.start()
-    results, failure = {}, None
-    while len(results) < cfg.stages and failure is None:
-        if not queue.empty():
-            message = queue.get()
-            if message[0] == "ok":
-                results[message[1]] = message[2]
-            else:
-                failure = message
-        elif any(p.exitcode not in (None, 0) for p in procs) and queue.empty():
-            dead = next(r for r, p in enumerate(procs) if p.exitcode not in (None, 0))
-            time.sleep(0.5)
-            if queue.empty():
-                failure = ("error", dead, f"rank {dead} exited with status {procs[dead].exitcode}", "")
-        else:
-            time.sleep(0.05)
-    if failure is not None:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(10)
-        raise RunFailure(f"rank {failure[1]} failed: {failure[2]}; all ranks stopped")
-    for proc in procs:
-        proc.join()
+    args = (cfg, data, port, str(folder), timeout_s, bandwidth_mbps, latency_ms, queue, first, ckpt_every, os.getpid())
+    procs = [ctx.Process(target=_rank_main, args=(r, *args)) for r in range(cfg.stages)]
+    progress = progress or (lambda phase, done, total: None)
+    with lifetime.signals_raise():
+        try:
+            progress("train", first, cfg.steps)
+            for proc in procs:
+                proc.start()
+            results = _collect(procs, queue, cfg, progress)
+        except BaseException:  # a failure, SIGTERM/SIGHUP or Ctrl-C: no rank outlives this call
+            lifetime.stop(procs)
+            raise
+        lifetime.stop(procs, terminate=False)  # every rank has reported; let them exit on their own
     modules = tasks.build_stages(cfg.task, data, cfg.stages, width=cfg.width, n_blocks=cfg.blocks, seed=cfg.seed)
     for rank, module in enumerate(modules):
         tensors, _ = checkpoint.load(folder / f"stage{rank}.safetensors")

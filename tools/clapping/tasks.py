@@ -138,7 +138,7 @@ def table_data(
     """Standardised numeric features (+ one-hot categoricals) and a standardised target."""
     import pandas as pd
 
-    from methodkit.core.io import require_columns
+    from methodkit.core.io import numeric_matrix, require_columns
 
     require_columns(frame, [target, *categorical], flag="--target/--categorical")
     frame = frame.copy()
@@ -149,6 +149,8 @@ def table_data(
             f"{frame.attrs.get('source', 'input')}: non-numeric column(s) {', '.join(non_numeric[:5])}; "
             "pass them with --categorical or drop them"
         )
+    # an infinite cell is refused by file, row and column (empty cells are --dropna's business)
+    numeric_matrix(frame, [c for c in [*features, target] if c not in categorical], allow_missing=True)
     before = len(frame)
     if dropna:
         frame = frame.dropna(subset=[target, *features])
