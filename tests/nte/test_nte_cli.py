@@ -198,6 +198,17 @@ def test_jacobian_key_and_learned_attacks(zoo, run_cli):
 ERR = "nte-encode: error: "
 
 
+@pytest.fixture(scope="module")
+def rc10(zoo):
+    """A certified 10 dB ciphertext of the tests below (their own, so they run alone with -k)."""
+    from tests.conftest import _run
+
+    proc = _run(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "-o", "rc10.npz",
+                 "--model", "zoo/pcnn-p4c8-s0.safetensors", "--force"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return zoo / "rc10.npz"
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -215,17 +226,17 @@ ERR = "nte-encode: error: "
         (["--method", "blur:1", "--retrained-out", "m.safetensors"], "--retrained-out needs --retrain MODEL"),
     ],
 )  # fmt: skip
-def test_attack_checks_everything_before_work(zoo, run_cli, one_line_error, args, message):
-    proc = run_cli(["nte-encode", "attack", "c10.npz", *args, "-o", "never.npz"], cwd=zoo)
+def test_attack_checks_everything_before_work(zoo, rc10, run_cli, one_line_error, args, message):
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", *args, "-o", "never.npz"], cwd=zoo)
     assert one_line_error(proc, "nte-encode") == ERR + message
     assert not (zoo / "never.npz").exists()
     # the report used to be refused only after the reconstruction had run
-    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "blur:1"], cwd=zoo)
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", "--method", "blur:1"], cwd=zoo)
     assert one_line_error(proc, "nte-encode") == ERR + "this verb writes a binary NPZ: pass -o FILE.npz"
 
 
-def test_encode_attack_eval_is_a_pipeline(zoo, run_cli):
-    proc = run_cli(["nte-encode", "attack", "c10.npz", "--method", "wiener", "--public", "clean.npz",
+def test_encode_attack_eval_is_a_pipeline(zoo, rc10, run_cli):
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", "--method", "wiener", "--public", "clean.npz",
                     "-o", "w.npz", "--force"], cwd=zoo)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     with np.load(zoo / "w.npz") as f:
@@ -236,25 +247,25 @@ def test_encode_attack_eval_is_a_pipeline(zoo, run_cli):
     assert proc.returncode == 0, proc.stderr
     rows = {r["model"]: r for r in _json_lines(proc)}
     on_cipher = {r["model"]: r for r in _json_lines(run_cli(
-        ["nte-encode", "eval", "c10.npz", "--clean", "clean.npz", "--unauth", "zoo/pcnn-p4c8-s1.safetensors"], cwd=zoo
+        ["nte-encode", "eval", "rc10.npz", "--clean", "clean.npz", "--unauth", "zoo/pcnn-p4c8-s1.safetensors"], cwd=zoo
     ))}  # fmt: skip
     # the Wiener reconstruction gives the unauthorized model back most of what the noise took
     assert rows["pcnn-p4c8-s1"]["drop"] < on_cipher["pcnn-p4c8-s1"]["drop"]
     assert rows["pcnn-p4c8-s0"]["certificate"] is None  # nothing certifies a reconstruction
 
 
-def test_certificate_absent_when_nothing_was_certified(zoo, run_cli):
+def test_certificate_absent_when_nothing_was_certified(zoo, rc10, run_cli):
     enc = run_cli(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "-o", "nocert.npz", "--force"], cwd=zoo)
     summary = json.loads(enc.stdout)
     assert summary["certificate_max"] is None and summary["certificate_mean"] is None
     with np.load(zoo / "nocert.npz") as f:
         assert "certificate" not in f.files
     for extra in ([], ["--transform", "brightness:0.05"]):
-        proc = run_cli(["nte-encode", "eval", "nocert.npz" if not extra else "c10.npz", "--clean", "clean.npz",
+        proc = run_cli(["nte-encode", "eval", "nocert.npz" if not extra else "rc10.npz", "--clean", "clean.npz",
                         "--auth", "zoo/pcnn-p4c8-s0.safetensors", *extra], cwd=zoo)  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert all(r["certificate"] is None for r in _json_lines(proc)), extra
-    proc = run_cli(["nte-encode", "eval", "c10.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors"],
+    proc = run_cli(["nte-encode", "eval", "rc10.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors"],
                    cwd=zoo)  # fmt: skip
     assert _json_lines(proc)[0]["certificate"] is not None  # certified and untransformed: reported
 
