@@ -251,14 +251,19 @@ def poison_cmd(
 @click.option("--blend", type=float, default=1.0, show_default=True, help="Partial application (0..1).")
 @common_options("output", "force", "meta", "quiet", "verbose")
 def apply_cmd(input, dataset, split, limit, rules_path, rule_index, kappa, blend, **_):
-    """Apply the rule's operator T_kappa; writes NPZ (x triggered, y, satisfied) and prints validity JSON."""
+    """Apply the rule's operator T_kappa; writes NPZ (x triggered, y, satisfied).
+
+    Prints nothing on stdout besides the NPZ (-o -); warns on stderr when fewer than 90% of the
+    triggered images satisfy the rule after clipping and uint8 quantisation.
+    """
     import sys
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
-    from methodkit.tools.dar.rules import apply, satisfies
+    from methodkit.tools.dar.rules import apply, check_strength, satisfies
 
     run = Run.from_context()
+    check_strength(kappa, blend)
     if run.output == "-" and sys.stdout.isatty():
         raise UsageError("refusing to write binary npz to a terminal; pass -o FILE or pipe the output")
     x, y, _ = _images(run, input, dataset, split, limit)
@@ -324,6 +329,8 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     if run.output == "-":
         raise UsageError("train needs -o MODEL.safetensors")
     run.refuse_existing_output()
+    if teacher:
+        victim.read_config(teacher)  # a missing teacher is named before any work
     run.threads()
     cfg = victim.VictimConfig(arch=arch, width=width, epochs=epochs, batch_size=batch_size, lr=lr,
                               temperature=temperature, alpha=alpha, augment=augment, seed=run.seed,
@@ -357,8 +364,10 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.dar import victim
     from methodkit.tools.dar.evaluate import evaluate
+    from methodkit.tools.dar.rules import check_strength
 
     run = Run.from_context()
+    check_strength(kappa, blend)
     run.threads()
     x, y, _ = _images(run, input, dataset, split, limit)
     if trigger == "rule" and not rules_path:
@@ -445,6 +454,7 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
     # options are checked before the data and torch are loaded: a typo fails in a fraction of a second
     from methodkit.core.errors import UsageError
     from methodkit.tools.dar.choices import DEFENSES, METHODS
+    from methodkit.tools.dar.rules import check_strength
 
     r = Run.from_context()
     r.threads()
@@ -455,6 +465,7 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
         raise UsageError(f"--alpha must be numbers in [0, 1] separated by commas, got {alpha!r}") from None
     if not alphas or not all(0 <= a <= 1 for a in alphas):
         raise UsageError(f"--alpha must be numbers in [0, 1] separated by commas, got {alpha!r}")
+    check_strength(kappa, 1.0)
     chosen = tuple(m for m in methods.split(",") if m)
     if set(chosen) - set(METHODS):
         raise UsageError(

@@ -135,6 +135,8 @@ def key_cmd(
     equals the SVD key; deeper layers add directions the model ignores on that data, so fidelity is
     measured by eval, not certified.
     """
+    import numpy as np
+
     from methodkit.cli._common import warn
     from methodkit.core import io
     from methodkit.core.errors import DataError
@@ -143,7 +145,11 @@ def key_cmd(
 
     run = Run.from_context()
     if stem_weight:
-        weight = io.read_arrays(run.input_bytes(stem_weight))["arr_0" if stem_weight.endswith(".npy") else "weight"]
+        arrays = io.read_arrays(run.input_bytes(stem_weight))
+        name = "arr_0" if stem_weight.endswith(".npy") else "weight"
+        if name not in arrays:
+            raise DataError(f"--stem-weight {stem_weight}: no array '{name}' (keys: {', '.join(arrays) or 'none'})")
+        weight = np.asarray(arrays[name])
         if stride is None:
             raise click.UsageError("--stem-weight needs --stride")
         channels = weight.shape[1] if weight.ndim == 4 else 1
@@ -267,7 +273,9 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
     meta = {"key_sha256": key.sha256(), "stem_sha256": key.stem_sha256, "psnr_target": psnr, "seed": run.seed,
             "noise": noise, "layout": layout}  # fmt: skip
     if run.output != "-":
-        arrays = {"view": cipher.view, "alpha": cipher.alpha, "psnr": cipher.psnr, "certificate": cipher.certificate}
+        arrays = {"view": cipher.view, "alpha": cipher.alpha, "psnr": cipher.psnr}
+        if cipher.certificate is not None:
+            arrays["certificate"] = cipher.certificate
         arrays["x" if cipher.patches is None else "patches"] = cipher.x if cipher.patches is None else cipher.patches
         if y is not None:
             arrays["y"] = y
@@ -401,7 +409,11 @@ def attack_cmd(
     input, method, public_path, public_dataset, public_limit, key_path, clean_path, clean_dataset, kernel,
     retrain_model, train_dataset, train_limit, epochs, retrained_out, layout, **_,
 ):  # fmt: skip
-    """Try to undo the recoding (INPUT: a ciphertext NPZ or PNG folder); writes reconstructed images NPZ (x, y).
+    """Try to undo the recoding (INPUT: a ciphertext NPZ or PNG folder); writes reconstructed images NPZ.
+
+    The output holds x and view (the reconstruction), y and the key's hashes when the input had
+    them, so 'nte-encode eval' scores it like a ciphertext (encode -> attack -> eval). Everything
+    (method value, --kernel against the image size, data, output) is checked before any work.
 
     denoiser trains a small residual conv network on public clean images plus synthetic noise in
     the geig subspace estimate, at the noise level measured from the ciphertexts, laid out as
@@ -432,80 +444,83 @@ def attack_cmd(
         raise UsageError(
             "Missing option '--method' (blur:SIGMA, median:3, jpeg:Q, pca[:K], wiener, geig[:K], denoiser)"
         )
-    name, _, value = method.partition(":")
-    if name not in attacks.METHODS:
-        raise UsageError(f"--method: unknown attack '{name}' (known: {', '.join(attacks.METHODS)})")
-    if retrain_model and "y" not in cipher:
-        raise DataError(f"{input}: --retrain needs the ciphertext's labels (y) to score the retrained model")
-    report: dict = {"method": method}
-    run.threads()
-    if name in attacks.FILTERS:
-        if not value:
-            raise UsageError(
-                f"--method {name} needs a value, e.g. {name}:{ {'blur': 1, 'median': 3, 'jpeg': 75}[name] }"
-            )
-        amount = float(value)
+    # everything is read and checked before any reconstruction runs
+    name, value = attacks.parse_method(method, view.shape[1:], kernel)
+    if run.output == "-":
+        raise UsageError("this verb writes a binary NPZ: pass -o FILE.npz")
+    if retrained_out and not retrain_model:
+        raise UsageError("--retrained-out needs --retrain MODEL")
+    attacker = x_train = None
+    if retrain_model:
+        from methodkit.tools.nte import data
+        from methodkit.tools.nte.zoo import load_model
 
-        def reconstruct(x):
-            return attacks.FILTERS[name](x, amount)
-
-    elif name == "pca":
-        subspace = attacks.pca_subspace(view, kernel, kernel, int(value or 0))
-        report["k"] = subspace.shape[1]
-
-        def reconstruct(x):
-            return attacks.project_out(x, subspace, kernel, kernel)
-
-    else:  # wiener, geig, denoiser: adaptive, need public clean data of the same domain
+        if "y" not in cipher:
+            raise DataError(f"{input}: --retrain needs the ciphertext's labels (y) to score the retrained model")
+        run.input_bytes(retrain_model)  # a missing file is named as such
+        attacker = load_model(retrain_model)
+        x_train, y_train = data.from_dataset(train_dataset, train_limit)
+        if x_train.shape[1:] != view.shape[1:]:
+            raise DataError(f"--train-dataset images have shape {x_train.shape[1:]}, ciphertexts {view.shape[1:]}")
+    public = true_key = clean = None
+    if name in ("wiener", "geig", "denoiser"):  # adaptive: need public clean data of the same domain
         if not public_path and not public_dataset:
             raise UsageError(f"--method {name} needs public clean data: --public FILE.npz or --public-dataset NAME")
         public, _ = _load_images(run, public_path, public_dataset, public_limit, "--public")
         if public.shape[1:] != view.shape[1:]:
             raise DataError(f"public images have shape {public.shape[1:]}, ciphertexts {view.shape[1:]}")
         true_key = _load_key(run, key_path) if key_path else None
-        if name == "wiener":
-            reconstruct = attacks.wiener_fit(view, public, kernel, kernel)
-        elif name == "geig":
-            k = int(value) if value else (true_key.k if true_key else kernel * kernel // 2)
-            subspace = attacks.geig_subspace(view, public, kernel, kernel, k)
-            report["k"] = k
-            if true_key is not None and true_key.basis.shape[0] == subspace.shape[0]:
-                report["min_principal_cos"] = attacks.smallest_principal_cosine(subspace, true_key.basis)
-
-            def reconstruct(x):
-                return attacks.project_out(x, subspace, kernel, kernel)
-
-        else:
-            from methodkit.tools.nte.learned import train_denoiser
-
-            k = int(value) if value else (true_key.k if true_key else None)
-            with run.progress() as progress:
-                reconstruct, info = train_denoiser(
-                    view,
-                    public,
-                    kernel,
-                    kernel,
-                    k=k,
-                    epochs=epochs,
-                    seed=run.seed,
-                    layout=layout,
-                    progress=progress,
-                )
-            report.update(info)
-    restored = reconstruct(view)
     if clean_path or clean_dataset:
         clean, _ = _load_images(run, clean_path, clean_dataset, len(view), "--clean")
+        if clean.shape[1:] != view.shape[1:] or len(clean) < len(view):
+            raise DataError(
+                f"--clean: {len(clean)} images of shape {clean.shape[1:]} for {len(view)} ciphertexts of shape "
+                f"{view.shape[1:]}"
+            )
+    report: dict = {"method": method}
+    run.threads()
+    if name in attacks.FILTERS:
+
+        def reconstruct(x):
+            return attacks.FILTERS[name](x, value)
+
+    elif name == "pca":
+        subspace = attacks.pca_subspace(view, kernel, kernel, value or 0)
+        report["k"] = subspace.shape[1]
+
+        def reconstruct(x):
+            return attacks.project_out(x, subspace, kernel, kernel)
+
+    elif name == "wiener":
+        reconstruct = attacks.wiener_fit(view, public, kernel, kernel)
+    elif name == "geig":
+        n = view.shape[1] * kernel * kernel
+        k = value or (min(true_key.k, n) if true_key else n // 2)
+        subspace = attacks.geig_subspace(view, public, kernel, kernel, k)
+        report["k"] = k
+        if true_key is not None and true_key.basis.shape[0] == subspace.shape[0]:
+            report["min_principal_cos"] = attacks.smallest_principal_cosine(subspace, true_key.basis)
+
+        def reconstruct(x):
+            return attacks.project_out(x, subspace, kernel, kernel)
+
+    else:
+        from methodkit.tools.nte.learned import train_denoiser
+
+        k = value or (true_key.k if true_key else None)
+        with run.progress() as progress:
+            reconstruct, info = train_denoiser(
+                view, public, kernel, kernel, k=k, epochs=epochs, seed=run.seed, layout=layout, progress=progress
+            )
+        report.update(info)
+    restored = reconstruct(view)
+    if clean is not None:
         mse = ((restored - clean[: len(restored)]) ** 2).reshape(len(restored), -1).mean(axis=1)
         report["psnr_vs_clean"] = float(np.mean(10 * np.log10(1 / np.maximum(mse, 1e-12))))
     if retrain_model:
-        from methodkit.tools.nte import data
         from methodkit.tools.nte.learned import retrain
-        from methodkit.tools.nte.zoo import accuracy, load_model, save_model
+        from methodkit.tools.nte.zoo import accuracy, save_model
 
-        attacker = load_model(retrain_model)
-        x_train, y_train = data.from_dataset(train_dataset, train_limit)
-        if x_train.shape[1:] != view.shape[1:]:
-            raise DataError(f"--train-dataset images have shape {x_train.shape[1:]}, ciphertexts {view.shape[1:]}")
         with run.progress() as progress:
             model = retrain(attacker, reconstruct, x_train, y_train, epochs=epochs, seed=run.seed, progress=progress)
         labels = np.asarray(cipher["y"], dtype=np.int64)
@@ -519,9 +534,11 @@ def attack_cmd(
         }
         if retrained_out:
             save_model(model, retrained_out, extra={"retrained_for": method})
-    arrays = {"x": restored.astype(np.float32)}
-    if "y" in cipher:
-        arrays["y"] = cipher["y"]
+    # x for image tools, view (and the key's hashes) so 'nte-encode eval' scores the reconstruction
+    arrays = {"x": restored.astype(np.float32), "view": restored.astype(np.float32)}
+    for passed_on in ("y", "key_sha256", "stem_sha256"):
+        if passed_on in cipher:
+            arrays[passed_on] = cipher[passed_on]
     _write_npz(run, run.output, arrays)
     run.emit_result({"output": run.output, **report}, output="-")
 
@@ -604,9 +621,10 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
 
     import pandas as pd
 
+    from methodkit.core.errors import UsageError
     from methodkit.core.outputs import check_output
     from methodkit.tools.nte import data
-    from methodkit.tools.nte.zoo import build_zoo
+    from methodkit.tools.nte.zoo import build_zoo, parse_specs
 
     run = Run.from_context()
     folder = run.output
@@ -620,10 +638,18 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
         ts = tuple(float(t) for t in t_values.split(","))
     except ValueError:
         raise click.UsageError("--seeds and --t take comma-separated numbers") from None
-    run.threads()
+    archs = parse_specs([a for a in arch.split(",") if a] if not misalign_from or arch else [])
+    if not archs and not misalign_from:
+        raise UsageError("--arch: name at least one architecture")
+    # refused runs leave no folder behind: every name is checked before the folder is made
+    trained = {f"{a}-s{s}" for a in archs for s in seed_list}
+    if misalign_from and misalign_from not in trained and not (Path(folder) / f"{misalign_from}.safetensors").exists():
+        raise UsageError(
+            f"--misalign-from {misalign_from}: not in {folder} and not trained by this run (--arch x --seeds)"
+        )
     x, y = data.from_dataset(f"{dataset}:train", train_size)
     xt, yt = data.from_dataset(f"{dataset}:test", test_size)
-    archs = [a for a in arch.split(",") if a] if not misalign_from or arch else []
+    run.threads()
     with run.progress() as progress:
         entries = build_zoo(
             x,

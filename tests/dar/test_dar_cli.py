@@ -76,6 +76,8 @@ def test_pipeline_poison_train_eval(run_cli, shell, work, rules, one_line_error)
     assert gate.returncode == 3 and b"below --fail-below-asr" in gate.stderr
     metrics = json.loads(gate.stdout)
     assert {"c_acc", "asr", "r_acc", "natural_trigger_rate", "per_class_asr"} <= set(metrics)
+    assert 0 < metrics["trigger_changed_fraction_median"] <= 1 and metrics["trigger_l2_mean"] > 0
+    assert metrics["trigger_psnr_db"] > 0  # the visibility of the trigger the ASR was bought with
     assert metrics["asr"] < 1.01
     bad = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules, "--target", "12"])
     one_line_error(bad, "dar-backdoor", "--target 12 is not a class")
@@ -154,3 +156,68 @@ def test_run_appends_each_measured_row_to_a_partial_file(tmp_path):
     assert [r["stage"] for r in io.read_jsonl(str(tmp_path / "out.csv.partial.jsonl"))] == ["teacher", "student"]
     rows.remove()
     assert not (tmp_path / "out.csv.partial.jsonl").exists()
+
+
+ERR = "dar-backdoor: error: "
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["discover", "empty.npz"], "empty.npz: x holds 0 images"),
+        (["discover", "train.npz", "--window", "100"], "--window 100: 4^10000 cells exceed 2^24 at the default --xi 4"),
+        (["discover", "train.npz", "--xi", "300"], "--xi 300 with --window 3: 300^9 cells exceed 2^24"),
+        (["apply", "test.npz", "--rules", "rules.jsonl", "--kappa", "-5", "-o", "never.npz"],
+         "--kappa must be in [0, 1] (0: cell centre, 1: minimal projection), got -5.0"),
+        (["apply", "test.npz", "--rules", "rules.jsonl", "--blend", "7", "-o", "never.npz"],
+         "--blend must be in [0, 1] (partial application), got 7.0"),
+        (["eval", "test.npz", "--trigger", "badnets", "--model", "never.safetensors", "--kappa", "2"],
+         "--kappa must be in [0, 1] (0: cell centre, 1: minimal projection), got 2.0"),
+        (["train", "train.npz", "--lr", "nan", "-o", "never.safetensors"], "--lr must be a positive number, got nan"),
+        (["train", "train.npz", "--teacher", "nothere.safetensors", "-o", "never.safetensors"],
+         "nothere.safetensors: no such file"),
+        (["eval", "test.npz", "--trigger", "badnets", "--model", "nothere.safetensors"],
+         "nothere.safetensors: no such file"),
+    ],
+)  # fmt: skip
+def test_bad_input_one_line_nothing_written(run_cli, work, rules, one_line_error, args, message):
+    np.savez(work / "empty.npz", x=np.zeros((0, 28, 28), np.uint8), y=np.zeros(0, np.int64))
+    proc = run_cli(["dar-backdoor", *args], cwd=work)
+    assert one_line_error(proc, "dar-backdoor") == ERR + message
+    assert not list(work.glob("never*"))
+
+
+def test_a_non_finite_first_step_writes_no_model(run_cli, work, one_line_error):
+    # one SGD step at this rate leaves finite weights whose logits overflow: caught after the last step
+    proc = run_cli(["dar-backdoor", "train", "train.npz", "--lr", "3e38", "--epochs", "0.05", "--arch", "cnn-xs",
+                    "--width", "2", "-o", "never.safetensors"], cwd=work)  # fmt: skip
+    assert (
+        one_line_error(proc, "dar-backdoor", code=1)
+        == ERR + "non-finite loss (nan) after the last step (1); lower --lr"
+    )
+    assert not list(work.glob("never*"))
+
+
+def test_sigterm_keeps_a_partial_checkpoint_like_ctrl_c(work):
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "dar-backdoor"
+    proc = subprocess.Popen([exe, "train", "train.npz", "--epochs", "300", "--arch", "cnn-xs", "--width", "2", "-v",
+                             "-o", "term.safetensors"], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert proc.stderr.readline().startswith(b"train: started")  # training is under way
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 143
+    assert not (work / "term.safetensors").exists()
+    partial = json.loads((work / "term.partial.json").read_text())
+    assert partial["config"]["partial_step"] < partial["config"]["steps"]
+
+
+def test_apply_help_promises_what_it_prints(run_cli, work, rules):
+    description = run_cli(["dar-backdoor", "apply", "--help"]).stdout.split(b"Options:")[0]
+    assert b"JSON" not in description and b"warns on stderr" in description
+    proc = run_cli(["dar-backdoor", "apply", "test.npz", "--rules", "rules.jsonl", "-o", "ap.npz"], cwd=work)
+    assert proc.returncode == 0 and proc.stdout == b""

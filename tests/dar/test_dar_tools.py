@@ -289,3 +289,17 @@ def test_band_carrier_operator_replaces_the_band_coordinates_and_keeps_the_compl
         band_carrier(x, labels, rule, 0, directions[3:])
     with pytest.raises(DataError, match="carries the target"):
         band_carrier(x, y * 0 + 1, rule, 0, directions)
+
+
+def test_trigger_visibility_known_answer():
+    from methodkit.tools.dar.evaluate import trigger_visibility
+
+    clean = np.zeros((4, 28, 28), np.uint8)
+    moved = clean.copy()
+    moved[:, 0, 0] = 255  # one full-scale pixel per image
+    moved[0, 1, 1] = 255  # and a second one in the first image
+    v = trigger_visibility(clean, moved)
+    assert v["trigger_changed_fraction_median"] == pytest.approx(1 / 784)
+    assert v["trigger_l2_mean"] == pytest.approx((3 * 1.0 + np.sqrt(2)) / 4)
+    assert v["trigger_psnr_db"] == pytest.approx(10 * np.log10(784 * 4 / 5))
+    assert trigger_visibility(clean, clean)["trigger_psnr_db"] is None

@@ -193,3 +193,112 @@ def test_jacobian_key_and_learned_attacks(zoo, run_cli):
     retrained = json.loads(proc.stdout)["retrain"]
     assert retrained["arch"] == "pcnn-p4c8" and 0 <= retrained["retrained_accuracy_on_reconstruction"] <= 1
     assert (zoo / "rt.safetensors").exists()
+
+
+ERR = "nte-encode: error: "
+
+
+@pytest.fixture(scope="module")
+def rc10(zoo):
+    """A certified 10 dB ciphertext of the tests below (their own, so they run alone with -k)."""
+    from tests.conftest import _run
+
+    proc = _run(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "--psnr", "10", "-o", "rc10.npz",
+                 "--model", "zoo/pcnn-p4c8-s0.safetensors", "--force"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return zoo / "rc10.npz"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--method", "blur:abc"], "--method blur: SIGMA must be a positive number, got 'abc'"),
+        (["--method", "blur:-3"], "--method blur: SIGMA must be a positive number, got '-3'"),
+        (["--method", "median:0"], "--method median: SIZE must be a whole number >= 1, got '0'"),
+        (["--method", "jpeg:101"], "--method jpeg: Q must be a whole number in 1..100, got '101'"),
+        (["--method", "geig:0", "--public", "clean.npz"],
+         "--method geig: K must be a whole number in 1..16 (patch dimension at --kernel 4), got '0'"),
+        (["--method", "geig:100", "--public", "clean.npz"],
+         "--method geig: K must be a whole number in 1..16 (patch dimension at --kernel 4), got '100'"),
+        (["--method", "wiener", "--kernel", "100", "--public", "clean.npz"], "--kernel 100 exceeds the 28x28 images"),
+        (["--method", "pca", "--kernel", "5"], "--kernel 5 does not tile the 28x28 images (pick a divisor of both sides)"),
+        (["--method", "wiener", "--public", "nothere.npz"], "nothere.npz: no such file"),
+        (["--method", "blur:1", "--retrained-out", "m.safetensors"], "--retrained-out needs --retrain MODEL"),
+    ],
+)  # fmt: skip
+def test_attack_checks_everything_before_work(zoo, rc10, run_cli, one_line_error, args, message):
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", *args, "-o", "never.npz"], cwd=zoo)
+    assert one_line_error(proc, "nte-encode") == ERR + message
+    assert not (zoo / "never.npz").exists()
+    # the report used to be refused only after the reconstruction had run
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", "--method", "blur:1"], cwd=zoo)
+    assert one_line_error(proc, "nte-encode") == ERR + "this verb writes a binary NPZ: pass -o FILE.npz"
+
+
+def test_encode_attack_eval_is_a_pipeline(zoo, rc10, run_cli):
+    proc = run_cli(["nte-encode", "attack", "rc10.npz", "--method", "wiener", "--public", "clean.npz",
+                    "-o", "w.npz", "--force"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with np.load(zoo / "w.npz") as f:
+        assert {"x", "view", "y", "stem_sha256"} <= set(f.files)
+        assert np.array_equal(f["x"], f["view"])
+    proc = run_cli(["nte-encode", "eval", "w.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors",
+                    "--unauth", "zoo/pcnn-p4c8-s1.safetensors"], cwd=zoo)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["model"]: r for r in _json_lines(proc)}
+    on_cipher = {r["model"]: r for r in _json_lines(run_cli(
+        ["nte-encode", "eval", "rc10.npz", "--clean", "clean.npz", "--unauth", "zoo/pcnn-p4c8-s1.safetensors"], cwd=zoo
+    ))}  # fmt: skip
+    # the Wiener reconstruction gives the unauthorized model back most of what the noise took
+    assert rows["pcnn-p4c8-s1"]["drop"] < on_cipher["pcnn-p4c8-s1"]["drop"]
+    assert rows["pcnn-p4c8-s0"]["certificate"] is None  # nothing certifies a reconstruction
+
+
+def test_certificate_absent_when_nothing_was_certified(zoo, rc10, run_cli):
+    enc = run_cli(["nte-encode", "encode", "clean.npz", "--key", "key.npz", "-o", "nocert.npz", "--force"], cwd=zoo)
+    summary = json.loads(enc.stdout)
+    assert summary["certificate_max"] is None and summary["certificate_mean"] is None
+    with np.load(zoo / "nocert.npz") as f:
+        assert "certificate" not in f.files
+    for extra in ([], ["--transform", "brightness:0.05"]):
+        proc = run_cli(["nte-encode", "eval", "nocert.npz" if not extra else "rc10.npz", "--clean", "clean.npz",
+                        "--auth", "zoo/pcnn-p4c8-s0.safetensors", *extra], cwd=zoo)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert all(r["certificate"] is None for r in _json_lines(proc)), extra
+    proc = run_cli(["nte-encode", "eval", "rc10.npz", "--clean", "clean.npz", "--auth", "zoo/pcnn-p4c8-s0.safetensors"],
+                   cwd=zoo)  # fmt: skip
+    assert _json_lines(proc)[0]["certificate"] is not None  # certified and untransformed: reported
+
+
+def test_encode_bad_images_one_line(zoo, run_cli, one_line_error):
+    np.savez(zoo / "empty.npz", x=np.zeros((0, 28, 28), np.uint8))
+    np.savez(zoo / "wide.npz", x=np.zeros((2, 28, 28, 28), np.uint8))
+    np.savez(zoo / "odd.npz", x=np.zeros((2, 27, 27), np.uint8))
+    x, _ = images.load_images("fashion-mnist", "test")
+    np.savez(zoo / "last.npz", x=np.repeat(x[:3, :, :, None], 1, axis=3))  # (N, H, W, 1): channels last
+    cases = {
+        "empty.npz": "empty.npz: x holds 0 images",
+        "wide.npz": "wide.npz: x of shape (2, 28, 28, 28) has 28 channels; expected (N, C, H, W) with C 1, 3 or 4",
+        "odd.npz": "image side 27 with kernel 4, stride 4, padding 0 leaves trailing pixels unencodable; "
+        "crop or pad the images to fit",
+    }
+    for name, message in cases.items():
+        proc = run_cli(["nte-encode", "encode", name, "--key", "key.npz", "-o", "never.npz"], cwd=zoo)
+        assert one_line_error(proc, "nte-encode") == ERR + message
+        assert not (zoo / "never.npz").exists()
+    proc = run_cli(["nte-encode", "encode", "last.npz", "--key", "key.npz", "-o", "last-c.npz", "--force"], cwd=zoo)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["images"] == 3
+    np.savez(zoo / "stem.npz", w=np.zeros((8, 1, 4, 4)))
+    proc = run_cli(["nte-encode", "key", "--stem-weight", "stem.npz", "--stride", "4", "-o", "never.npz"], cwd=zoo)
+    assert one_line_error(proc, "nte-encode") == ERR + "--stem-weight stem.npz: no array 'weight' (keys: w)"
+
+
+def test_zoo_refusal_leaves_no_folder(zoo, run_cli, one_line_error):
+    proc = run_cli(["nte-encode", "zoo", "--arch", "pcnn-p4c8,nosuch", "-o", "z1"], cwd=zoo)
+    assert one_line_error(proc, "nte-encode").startswith(ERR + "unknown architecture 'nosuch' (known: ")
+    proc = run_cli(["nte-encode", "zoo", "--arch", "pcnn-p4c8", "--misalign-from", "mlp-s0", "-o", "z2"], cwd=zoo)
+    assert one_line_error(proc, "nte-encode") == ERR + (
+        "--misalign-from mlp-s0: not in z2 and not trained by this run (--arch x --seeds)"
+    )
+    assert not (zoo / "z1").exists() and not (zoo / "z2").exists()

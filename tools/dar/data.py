@@ -32,6 +32,8 @@ def from_arrays(arrays: dict, name: str, classes: int | None = None) -> tuple[np
         if key not in arrays:
             raise DataError(f"{name}: array '{key}' missing (keys: {', '.join(arrays) or 'none'})")
     x = as_uint8(arrays["x"], name)
+    if len(x) == 0:
+        raise DataError(f"{name}: x holds 0 images")
     y = np.asarray(arrays["y"])
     if y.ndim != 1 or len(y) != len(x):
         raise DataError(f"{name}: y must be one label per image ({len(x)}), got shape {y.shape}")

@@ -97,8 +97,17 @@ class DiscoverConfig:
         if not 0 < self.s_lo <= self.s_hi < 1:
             raise UsageError(f"--support needs 0 < LO <= HI < 1, got {self.s_lo}, {self.s_hi}")
         dims = {"spatial": self.window**2, "frequency": self.block**2, "whitened": self.dims}[self.op]
-        if self.levels() < 2 or self.levels() ** dims > 2**24:
-            raise UsageError("--xi too large for the subspace (at most 2^24 cells)")
+        if self.levels() < 2:
+            raise UsageError(f"--xi must be at least 2, got {self.levels()}")
+        if self.levels() ** dims > 2**24:
+            # blame the flag the user set: at the default --xi it is the subspace size that is too large
+            flag, value = {"spatial": ("--window", self.window), "frequency": ("--block", self.block),
+                           "whitened": ("--dims", self.dims)}[self.op]  # fmt: skip
+            if self.xi is None:
+                raise UsageError(
+                    f"{flag} {value}: {self.levels()}^{dims} cells exceed 2^24 at the default --xi {self.levels()}"
+                )
+            raise UsageError(f"--xi {self.xi} with {flag} {value}: {self.xi}^{dims} cells exceed 2^24")
 
 
 def _entropy_rows(counts: np.ndarray, classes: int) -> np.ndarray:

@@ -3,6 +3,8 @@
 C-Acc: clean test accuracy. ASR: share of test images with y != t whose triggered version is
 predicted t. R-Acc: share of triggered non-target images still predicted as their true label.
 Natural-trigger rate: share of clean test images that satisfy the rule and are predicted t.
+Trigger visibility (on the triggered non-target images, pixels in [0, 1]): PSNR of the mean
+squared change, mean L2 norm of the change, median share of pixels changed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ def trigger(x_u8: np.ndarray, rule, kappa: float = 0.5, blend: float = 1.0) -> n
     if not isinstance(rule, Rule):
         return rule(x_u8)
     return apply(x_u8, rule, kappa, blend)
+
+
+def trigger_visibility(clean_u8: np.ndarray, triggered_u8: np.ndarray) -> dict:
+    """How visible the trigger is: what separates a local natural pattern from a global overlay."""
+    change = (triggered_u8.astype(np.float64) - clean_u8.astype(np.float64)).reshape(len(clean_u8), -1) / 255.0
+    mse = float((change**2).mean())
+    return {
+        "trigger_psnr_db": None if mse == 0 else float(10 * np.log10(1 / mse)),  # no change: no finite PSNR
+        "trigger_l2_mean": float(np.sqrt((change**2).sum(axis=1)).mean()),
+        "trigger_changed_fraction_median": float(np.median((change != 0).mean(axis=1))),
+    }
 
 
 def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule, target: int, kappa: float = 0.5,
@@ -44,6 +57,7 @@ def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule, target: int, kappa: f
         "n_test": int(len(y)),
         "n_nontarget": int(others.sum()),
         "per_class_asr": {int(c): float(hit[y[others] == c].mean()) for c in np.unique(y[others])},
+        **trigger_visibility(x_u8[others], triggered_x),
     }
     spec = getattr(rule, "rule", rule)  # the rule behind an operator object
     if isinstance(spec, Rule):

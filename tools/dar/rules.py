@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from methodkit.core.errors import DataError
+from methodkit.core.errors import DataError, UsageError
 from methodkit.tools.dar import kernels
 
 Z_RANGE = (-3.0, 3.0)  # frequency coordinates are quantised on this z range, tails clipped
@@ -152,6 +152,14 @@ def satisfies(x_u8: np.ndarray, rule: Rule) -> np.ndarray:
     z = np.clip(coordinates(x_u8, rule), Z_RANGE[0], Z_RANGE[1] - 1e-9)
     lo, hi = np.asarray(rule.lo), np.asarray(rule.hi)
     return ((z >= lo) & (z < hi)).all(axis=1)
+
+
+def check_strength(kappa: float, blend: float) -> None:
+    """T_kappa is defined for kappa in [0, 1] (cell centre .. minimal projection), blend likewise."""
+    if not 0 <= kappa <= 1:
+        raise UsageError(f"--kappa must be in [0, 1] (0: cell centre, 1: minimal projection), got {kappa}")
+    if not 0 <= blend <= 1:
+        raise UsageError(f"--blend must be in [0, 1] (partial application), got {blend}")
 
 
 def apply(x_u8: np.ndarray, rule: Rule, kappa: float = 0.5, blend: float = 1.0, dct=None) -> np.ndarray:

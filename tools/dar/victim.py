@@ -10,6 +10,7 @@ partial path is given, never a half-written final model.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 
@@ -18,8 +19,10 @@ import numpy as np
 from methodkit.core import checkpoint
 from methodkit.core.backend import DEVICES
 from methodkit.core.errors import DataError, RunFailure, UsageError
+from methodkit.core.outputs import Terminated
+from methodkit.core.outputs import _sigterm_raises as sigterm_raises  # core's SIGTERM -> Terminated block
 from methodkit.core.progress import ProgressCallback, silent
-from methodkit.core.train import TrainConfig, train
+from methodkit.core.train import TrainConfig, batch_indices, train
 from methodkit.tools.dar.choices import ARCHS
 
 
@@ -41,9 +44,11 @@ class VictimConfig:
     def check(self) -> None:
         if self.arch not in ARCHS:
             raise UsageError(f"--arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
-        if self.epochs <= 0 or self.width <= 0:
+        if not math.isfinite(self.epochs) or self.epochs <= 0 or self.width <= 0:
             raise UsageError("--epochs and --width must be positive")
-        if not 0 <= self.alpha <= 1 or self.temperature <= 0:
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise UsageError(f"--lr must be a positive number, got {self.lr}")
+        if not 0 <= self.alpha <= 1 or not (math.isfinite(self.temperature) and self.temperature > 0):
             raise UsageError(
                 f"--alpha must be in [0, 1] and --temperature positive, got {self.alpha}, {self.temperature}"
             )
@@ -116,6 +121,8 @@ def read_config(path: str | os.PathLike) -> dict:
     """The model's sidecar config (arch, width, side, classes, ...), read without loading torch."""
     import json
 
+    if not os.path.isfile(path):  # the model itself, before its sidecar
+        raise DataError(f"{path}: no such file")
     side = checkpoint.sidecar_path(path)
     if not os.path.isfile(side):
         raise DataError(f"{path}: sidecar {os.path.basename(side)} is missing")
@@ -225,11 +232,21 @@ def fit(
         progress(phase, done, total)
 
     try:
-        result = train(net, loss_fn, len(x_u8), tc, progress=tracked)
-    except (KeyboardInterrupt, RunFailure):
+        with sigterm_raises():  # a SIGTERM keeps the partial weights as Ctrl-C does
+            result = train(net, loss_fn, len(x_u8), tc, progress=tracked)
+    except (KeyboardInterrupt, RunFailure, Terminated):
         if partial is not None:
             Model(net.cpu(), {**config, "partial_step": reached[0], "steps": steps}).save(partial)
         raise
+    # core.train checks each step's loss before its update, so what the last step did (the only one
+    # in a one-step run) shows nowhere: its weights and their loss on the last batch are checked here,
+    # and weights that fail are kept nowhere
+    net.eval()
+    with torch.no_grad():
+        after = float(loss_fn(net, batch_indices(len(x_u8), cfg.batch_size, cfg.seed, steps - 1)))
+    net.train()
+    if not (math.isfinite(after) and all(bool(torch.isfinite(p).all()) for p in net.parameters())):
+        raise RunFailure(f"non-finite loss ({after}) after the last step ({steps}); lower --lr")
     config["log"] = result.history
     summary = {"steps": steps, "final_loss": result.final_loss, "seconds": round(result.seconds, 2), "device": device}
     return Model(net.cpu(), config), summary

@@ -148,3 +148,66 @@ def smallest_principal_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 FILTERS = {"blur": blur, "median": median, "jpeg": lambda x, q: jpeg(x, int(q))}
 METHODS = ("blur", "median", "jpeg", "pca", "wiener", "geig", "denoiser")
+
+# The covariance attacks eigendecompose an (n, n) patch covariance, n = C * kernel^2: beyond this
+# the eigh alone takes minutes and gigabytes, which no 8-bit image patch needs.
+MAX_PATCH_DIM = 4096
+
+
+def check_kernel(kernel: int, view_shape: tuple) -> int:
+    """The patch dimension C * kernel^2 after checking that `kernel` tiles the (C, H, W) images."""
+    c, h, w = view_shape
+    if kernel > min(h, w):
+        raise UsageError(f"--kernel {kernel} exceeds the {h}x{w} images")
+    if h % kernel or w % kernel:
+        raise UsageError(f"--kernel {kernel} does not tile the {h}x{w} images (pick a divisor of both sides)")
+    n = c * kernel * kernel
+    if n > MAX_PATCH_DIM:
+        raise UsageError(f"--kernel {kernel}: patch dimension {c}x{kernel}x{kernel} = {n} exceeds {MAX_PATCH_DIM}")
+    return n
+
+
+def parse_method(method: str, view_shape: tuple, kernel: int) -> tuple[str, float | int | None]:
+    """'name[:value]' -> (name, value checked for that attack, None when left to the default)."""
+    name, _, value = method.partition(":")
+    if name not in METHODS:
+        raise UsageError(f"--method: unknown attack '{name}' (known: {', '.join(METHODS)})")
+    if name in FILTERS:
+        example = {"blur": 1, "median": 3, "jpeg": 75}[name]
+        if not value:
+            raise UsageError(f"--method {name} needs a value, e.g. {name}:{example}")
+        return name, _filter_value(name, value)
+    if name == "wiener" and value:
+        raise UsageError(f"--method wiener takes no value, got '{value}'")
+    n = check_kernel(kernel, view_shape)
+    if not value:
+        return name, None
+    low = 0 if name == "pca" else 1  # pca:0 picks k by the eigengap
+    try:
+        k = int(value)
+    except ValueError:
+        k = None
+    if k is None or not low <= k <= n:
+        raise UsageError(
+            f"--method {name}: K must be a whole number in {low}..{n} (patch dimension at --kernel {kernel}), got '{value}'"
+        )
+    return name, k
+
+
+def _filter_value(name: str, value: str) -> float | int:
+    # messages quote the value apart from the name: "name:value:" would read as a :emoji: code on stderr
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if name == "blur":
+        if not (np.isfinite(number) and number > 0):
+            raise UsageError(f"--method blur: SIGMA must be a positive number, got '{value}'")
+        return number
+    if name == "median":
+        if not (np.isfinite(number) and number == int(number) and number >= 1):
+            raise UsageError(f"--method median: SIZE must be a whole number >= 1, got '{value}'")
+        return int(number)
+    if not (np.isfinite(number) and number == int(number) and 1 <= number <= 100):
+        raise UsageError(f"--method jpeg: Q must be a whole number in 1..100, got '{value}'")
+    return int(number)

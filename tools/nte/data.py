@@ -7,6 +7,8 @@ import numpy as np
 from methodkit.core import images as image_sets
 from methodkit.core.errors import DataError
 
+CHANNEL_COUNTS = (1, 3, 4)  # grey, RGB, RGBA: anything else in axis 1 is a layout mistake
+
 
 def from_dataset(spec: str, limit: int | None = None, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """'name[:split]' -> (x float32 (N, 1, H, W) in [0, 1], y int64)."""
@@ -27,6 +29,14 @@ def from_arrays(arrays: dict, name: str) -> tuple[np.ndarray, np.ndarray | None]
         x = x[:, None]
     if x.ndim != 4:
         raise DataError(f"{name}: x must have shape (N, C, H, W) or (N, H, W), got {x.shape}")
+    if x.shape[3] in CHANNEL_COUNTS and x.shape[1] not in CHANNEL_COUNTS:  # channels-last (N, H, W, C)
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    if x.shape[1] not in CHANNEL_COUNTS:
+        raise DataError(
+            f"{name}: x of shape {x.shape} has {x.shape[1]} channels; expected (N, C, H, W) with C 1, 3 or 4"
+        )
+    if len(x) == 0:
+        raise DataError(f"{name}: x holds 0 images")
     if x.dtype == np.uint8:
         x = (x / 255.0).astype(np.float32)
     else:

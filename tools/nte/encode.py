@@ -31,7 +31,8 @@ class Ciphertext:
     view: np.ndarray  # what an unauthorized model sees (B, C, H, W)
     alpha: np.ndarray  # noise scale per image
     psnr: np.ndarray  # achieved PSNR per image on the released representation
-    certificate: np.ndarray  # ||W' (x' - x)||_F per image: the authorized stem's feature change
+    certificate: np.ndarray | None  # ||W' (x' - x)||_F per image: the authorized stem's feature change
+    # (None when no authorized stem was given: nothing was certified, which is not a certificate of 0)
     border_k: list = field(default_factory=list)  # noise dimensions per border type (padded stems)
 
     def summary(self) -> dict:
@@ -40,8 +41,8 @@ class Ciphertext:
             "mode": "image" if self.patches is None else "patches",
             "psnr_mean": float(self.psnr.mean()),
             "psnr_min": float(self.psnr.min()),
-            "certificate_max": float(self.certificate.max()),
-            "certificate_mean": float(self.certificate.mean()),
+            "certificate_max": None if self.certificate is None else float(self.certificate.max()),
+            "certificate_mean": None if self.certificate is None else float(self.certificate.mean()),
             **({"border_k": self.border_k} if len(self.border_k) > 1 else {}),
         }
 
@@ -120,7 +121,7 @@ def encode(
         if span < 0 or span % stride > padding:  # a leftover inside the padding loses no real pixel
             raise DataError(
                 f"image side {side} with kernel {kernel}, stride {stride}, padding {padding} leaves trailing "
-                "pixels unencodable; crop the images (--crop)"
+                "pixels unencodable; crop or pad the images to fit"
             )
     overlapping = stride < kernel
     pad_value = np.asarray(g["mean"], dtype=np.float32)
@@ -177,9 +178,7 @@ def encode(
         else:
             change_patches = unfold(released, kernel, stride, padding)
             result_x, result_patches, view = cipher, None, cipher
-    certificate = np.zeros(b)
-    if w_pixel is not None:
-        certificate = _patch_feature_norm(change_patches, w_pixel)
+    certificate = None if w_pixel is None else _patch_feature_norm(change_patches, w_pixel)
     return Ciphertext(
         x=None if result_x is None else result_x.astype(np.float32),
         patches=None if result_patches is None else result_patches.astype(np.float32),

@@ -113,7 +113,8 @@ def evaluate(
             pred = logits.argmax(1)
             acc = float((pred == labels).mean())
             cert = None
-            if lipschitz is not None and data.get("certificate") is not None:
+            # the certificate bounds the untransformed ciphertext only: under --transform it is absent
+            if lipschitz is not None and data.get("certificate") is not None and not transforms:
                 cert = float(lipschitz * np.max(data["certificate"]))
             rows.append(
                 EvalRow(

@@ -69,7 +69,7 @@ class Stem:
         if span < 0 or span % self.stride > self.padding:
             raise DataError(
                 f"image side {side} with kernel {self.kernel}, stride {self.stride}, padding {self.padding} "
-                f"leaves {span % self.stride if span >= 0 else side} trailing pixels unencodable; crop the images (--crop)"
+                f"leaves {span % self.stride if span >= 0 else side} trailing pixels unencodable; crop or pad the images to fit"
             )
         return span // self.stride + 1
 
