@@ -35,7 +35,7 @@ def err_console():
     if _console is None:
         from rich.console import Console
 
-        _console = Console(stderr=True, soft_wrap=True, highlight=False)
+        _console = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
     return _console
 
 
@@ -589,7 +589,7 @@ def _print_result_table(result: dict, title: str) -> None:
     for key, value in rows:
         text = "" if value is None else (f"{value:.6g}" if isinstance(value, float) else str(value))
         table.add_row(escape(key), escape(text))
-    Console(highlight=False).print(table)
+    Console(highlight=False, emoji=False).print(table)
 
 
 def _print_frame(frame, limit: int = 40) -> None:
@@ -602,7 +602,7 @@ def _print_frame(frame, limit: int = 40) -> None:
         table.add_column(escape(str(column)))
     for row in frame.head(limit).itertuples(index=False):
         table.add_row(*[escape("" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v))) for v in row])
-    console = Console(highlight=False)
+    console = Console(highlight=False, emoji=False)
     console.print(table)
     if len(frame) > limit:
         console.print(f"… {len(frame) - limit} more rows (pipe or use -o to get them all)")

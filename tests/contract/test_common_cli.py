@@ -17,7 +17,7 @@ from methodkit.core.errors import DataError, RunFailure, CheckFailed
 @tool_command(name="demo-tool")
 @input_argument()
 @common_options("output", "format", "in_format", "seed", "meta", "force", "quiet", "verbose")
-@click.option("--fail", type=click.Choice(["none", "data", "run", "check", "bug", "interrupt"]), default="none")
+@click.option("--fail", type=click.Choice(["none", "data", "run", "check", "bug", "interrupt", "emoji"]), default="none")
 def main(input, fail, **_):
     """Sum the columns of a table.
 
@@ -33,6 +33,8 @@ def main(input, fail, **_):
     frame = run.read_table(input)
     if fail == "data":
         raise DataError("bad [data] in file")
+    if fail == "emoji":
+        raise DataError("--method blur:abc: not a number")
     if fail == "run":
         raise RunFailure("diverged")
     if fail == "check":
@@ -69,6 +71,7 @@ def test_result_is_one_json_line_with_null_for_nan(tool):
     "fail, code, text",
     [
         ("data", 2, "demo-tool: error: bad [data] in file"),
+        ("emoji", 2, "demo-tool: error: --method blur:abc: not a number"),  # no emoji for :abc:
         ("run", 1, "demo-tool: error: diverged"),
         ("check", 3, "demo-tool: error: p = 0.01 < 0.05"),
         ("bug", 1, "demo-tool: error: ZeroDivisionError: division by zero (run with -vv for a traceback)"),
