@@ -298,6 +298,33 @@ INTERRUPT_JOBS = [
         ("cita-eval", "--policy", "judge", "--policy", "judge", "--policy", "judge", "--graph", "g.npz",
          "--distractors", "40", "-o", "out.json"),
     ),
+    Job(
+        "cyb-train",
+        "cyb-train data --source lee -o t.npz",
+        ("cyb-train", "pretrain", "t.npz", "--loss", "cyb-va", "--steps", "1000000", "-o", "run"),
+    ),
+    Job(
+        "mcd-distill",
+        "mcd-distill data --task mix -o mix.npz",
+        ("mcd-distill", "teacher", "mix.npz", "--preset", "small", "--steps", "1000000", "-o", "teacher"),
+        resume_state=("teacher",),  # the run folder `--resume` continues from
+    ),
+    Job(
+        "craft-finetune",
+        "craft-finetune demos --suite hwy-mini -o demos.npz",
+        ("craft-finetune", "pretrain", "demos.npz", "--steps", "10000000", "-o", "bc.safetensors"),
+    ),
+    Job("autoscale-mix", "true", ("autoscale-mix", "pools", "-o", "pools", "--real", "3000", "--synth", "30000")),
+    Job(
+        "causal-spatial",
+        "true",
+        ("causal-spatial", "generate", "--per-task", "5000", "--size", "64", "-o", "bench"),
+    ),
+    Job(
+        "cow-simulate",
+        "causal-spatial generate --per-task 25 --size 64 -o bench",
+        ("cow-simulate", "--bench", "bench", "-o", "cow"),
+    ),
 ]
 
 # Executables without a job worth interrupting.
