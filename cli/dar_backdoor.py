@@ -43,6 +43,14 @@ def _rule_options(help: str):
     return decorate
 
 
+def _require_images(path: str, dataset: str | None) -> None:
+    """Name a missing INPUT first, so the rules file can be checked before the images are read."""
+    if not dataset:
+        from methodkit.core import io
+
+        io.require_input(path)
+
+
 def _images(run: Run, path: str, dataset: str | None, split: str, limit: int | None, labels: str | None = None):
     """(x uint8 (N, H, W), y int64, name) from an NPZ INPUT or a built-in set; --labels replaces y."""
     import numpy as np
@@ -229,8 +237,9 @@ def poison_cmd(
 
     run = Run.from_context()
     run.refuse_existing_output()
-    x, y, _ = _images(run, input, dataset, split, limit)
+    _require_images(input, dataset)
     rule = _rule(run, rules_path, rule_index)
+    x, y, _ = _images(run, input, dataset, split, limit)
     result = poison(x, y, rule, target, resolve_budget(budget, len(x)), _classes(y, classes))
     for message in result.warnings:
         from methodkit.cli._common import warn
@@ -266,8 +275,9 @@ def apply_cmd(input, dataset, split, limit, rules_path, rule_index, kappa, blend
     check_strength(kappa, blend)
     if run.output == "-" and sys.stdout.isatty():
         raise UsageError("refusing to write binary npz to a terminal; pass -o FILE or pipe the output")
-    x, y, _ = _images(run, input, dataset, split, limit)
+    _require_images(input, dataset)
     rule = _rule(run, rules_path, rule_index)
+    x, y, _ = _images(run, input, dataset, split, limit)
     moved = apply(x, rule, kappa, blend)
     ok = satisfies(moved, rule)
     io.write_arrays(run.output, {"x": moved, "y": y, "satisfied": ok}, force=run.force)

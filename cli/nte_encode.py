@@ -236,22 +236,28 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
       nte-encode encode --dataset fashion-mnist:test --key key.npz --psnr 10 -o nte.npz
       nte-encode encode images.npz --key key.npz --psnr 20 --png nte-png -o nte.npz
     """
+    from pathlib import Path
+
     import numpy as np
 
+    from methodkit.core import io
     from methodkit.tools.nte.encode import encode, feature_change_norm
 
     run = Run.from_context()
-    x, y = _load_images(run, None if input == "-" and dataset else input, dataset, limit, "INPUT")
+    images = None if input == "-" and dataset else input
+    if images and images != "-" and not Path(images).exists():
+        io.require_input(images)  # a missing INPUT is named first; then the flags; then the images are read
     if not key_path:
         raise click.UsageError("Missing option '--key' (a key file from 'nte-encode key')")
+    if run.output == "-" and not png_dir:
+        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz (or --png DIR)")
     key = _load_key(run, key_path)
     if png_dir and key.geometry["stride"] < key.geometry["kernel"]:
         raise click.UsageError(
             "--png: an overlapping stem releases a patch tensor, not an image; its fold-averaged view "
             "is lossy and not decodable (write the NPZ with -o)"
         )
-    if run.output == "-" and not png_dir:
-        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz (or --png DIR)")
+    x, y = _load_images(run, images, dataset, limit, "INPUT")
     w_pixel = None
     if model:
         from methodkit.tools.nte.zoo import load_model

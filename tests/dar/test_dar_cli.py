@@ -221,3 +221,16 @@ def test_apply_help_promises_what_it_prints(run_cli, work, rules):
     assert b"JSON" not in description and b"warns on stderr" in description
     proc = run_cli(["dar-backdoor", "apply", "test.npz", "--rules", "rules.jsonl", "-o", "ap.npz"], cwd=work)
     assert proc.returncode == 0 and proc.stdout == b""
+
+
+def test_rules_are_checked_before_the_images_are_read(tmp_path, run_cli, one_line_error):
+    """poison/apply refuse a missing --rules before INPUT is read: the broken image file is never opened."""
+    (tmp_path / "broken.npz").write_bytes(b"not an npz")
+    for verb, out in (("poison", "p.csv"), ("apply", "a.npz")):
+        proc = run_cli(["dar-backdoor", verb, "broken.npz", "-o", out], cwd=tmp_path)
+        assert one_line_error(proc, "dar-backdoor") == "dar-backdoor: error: --rules PATH is required (rules JSONL from discover)"
+        proc = run_cli(["dar-backdoor", verb, "broken.npz", "--rules", "none.jsonl", "-o", out], cwd=tmp_path)
+        assert one_line_error(proc, "dar-backdoor") == "dar-backdoor: error: none.jsonl: no such file"
+        proc = run_cli(["dar-backdoor", verb, "missing.npz", "--rules", "none.jsonl", "-o", out], cwd=tmp_path)
+        assert one_line_error(proc, "dar-backdoor") == "dar-backdoor: error: missing.npz: no such file"
+        assert not (tmp_path / out).exists()

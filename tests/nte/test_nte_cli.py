@@ -302,3 +302,15 @@ def test_zoo_refusal_leaves_no_folder(zoo, run_cli, one_line_error):
         "--misalign-from mlp-s0: not in z2 and not trained by this run (--arch x --seeds)"
     )
     assert not (zoo / "z1").exists() and not (zoo / "z2").exists()
+
+
+def test_encode_checks_its_flags_before_reading_the_images(tmp_path, run_cli, one_line_error):
+    """A bad --key or a terminal -o fails before INPUT is read: the broken image file is never opened."""
+    (tmp_path / "broken.npz").write_bytes(b"not an npz")
+    proc = run_cli(["nte-encode", "encode", "broken.npz", "-o", "never.npz"], cwd=tmp_path)
+    assert "Missing option '--key'" in one_line_error(proc, "nte-encode")
+    proc = run_cli(["nte-encode", "encode", "broken.npz", "--key", "nokey.npz", "-o", "never.npz"], cwd=tmp_path)
+    assert one_line_error(proc, "nte-encode") == ERR + "nokey.npz: no such file"
+    proc = run_cli(["nte-encode", "encode", "missing.npz", "--key", "nokey.npz", "-o", "never.npz"], cwd=tmp_path)
+    assert one_line_error(proc, "nte-encode") == ERR + "missing.npz: no such file"  # a missing INPUT first
+    assert not (tmp_path / "never.npz").exists()
