@@ -636,3 +636,26 @@ def print_frame(frame, title: str, *, digits: int = 4) -> None:
     for row in frame.itertuples(index=False):
         table.add_row(*[escape(f"{v:.{digits}g}" if isinstance(v, float) else str(v)) for v in row])
     err_console().print(table)
+
+
+# ---------------------------------------------------------------- finite floats
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange that refuses NaN and +-Inf (NaN slips through FloatRange's comparisons).
+
+    With no bounds it is a plain finite float: `FiniteFloatRange()`.
+    """
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        import math
+
+        rv = click.FloatRange.convert(self, value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{rv} is not a finite number.", param, ctx)
+        return rv
+
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
+from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
 
 FIT_COMMON = ("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
@@ -155,7 +155,7 @@ def main():
 @click.option("--censor", is_flag=True, help="Interval-censor responses at the --clip bounds.")
 @click.option(
     "--lapse",
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloatRange(0, 1, max_open=True),
     default=0.0,
     show_default=True,
     help="Lapse rate (uniform responses).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group
 
 DEMO = [
     DemoStep(
@@ -55,14 +55,14 @@ def learner_options(f):
                 help="Stochasticity variance range of the grid.",
             ),
             click.option(
-                "--m0", type=float, default=60.0, show_default=True, help="Initial Kalman mean (task midpoint)."
+                "--m0", type=FiniteFloatRange(), default=60.0, show_default=True, help="Initial Kalman mean (task midpoint)."
             ),
             click.option(
-                "--w0", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Initial Kalman variance."
+                "--w0", type=FiniteFloatRange(min=0), default=10.0, show_default=True, help="Initial Kalman variance."
             ),
             click.option(
                 "--switch",
-                type=click.FloatRange(0, 1, max_open=True),
+                type=FiniteFloatRange(0, 1, max_open=True),
                 default=0.0,
                 show_default=True,
                 help="Fixed-share rate: pi <- (1-e) pi + e pi0 each trial (an extension; off by default).",
@@ -127,7 +127,7 @@ def main():
 @main.command("task")
 @click.option("--design", type=click.Choice(["stovol2x2"]), default="stovol2x2", show_default=True, help="Task design.")
 @click.option("--trials", type=click.IntRange(min=3), default=None, help="Trials per block [default: 50].")
-@click.option("--start", type=float, default=None, help="Initial latent value [default: 60].")
+@click.option("--start", type=FiniteFloatRange(), default=None, help="Initial latent value [default: 60].")
 @common_options("output", "format", "force", "seed", "meta", "quiet", "verbose")
 def task(design, trials, start, **_):
     """Write the outcome sequences of a design (one block per condition) as a long table."""
@@ -164,7 +164,7 @@ def task(design, trials, start, **_):
 )
 @click.option(
     "--sigma-r",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=4.0,
     show_default=True,
     help="Response noise sd (when the params lack sigma_r).",
@@ -174,7 +174,7 @@ def task(design, trials, start, **_):
 )
 @click.option(
     "--step",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=2.0,
     show_default=True,
     help="Responses are rounded to this step (0 = no rounding).",

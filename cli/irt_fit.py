@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import FiniteFloatRange, DemoStep, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(
@@ -19,7 +19,7 @@ DEMO = [
 
 def _limit(flag: str, metavar: str, help: str):
     """A positive budget option (default: none)."""
-    return click.option(flag, type=click.FloatRange(min=0, min_open=True), default=None, metavar=metavar, help=help)
+    return click.option(flag, type=FiniteFloatRange(min=0, min_open=True), default=None, metavar=metavar, help=help)
 
 
 @tool_group(name="irt-fit")
@@ -98,13 +98,13 @@ def main():
 )
 @click.option(
     "--a-max",
-    type=click.FloatRange(min=0, min_open=True, max=54.6),
+    type=FiniteFloatRange(min=0, min_open=True, max=54.6),
     default=5.0,
     show_default=True,
     help="MML upper bound on a (python mirt's); fit.json counts the items that end on it.",
 )
 @click.option("--quadrature", type=click.IntRange(min=5), default=61, show_default=True, help="MML nodes on [-6, 6].")
-@click.option("--tol", type=float, default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
+@click.option("--tol", type=FiniteFloatRange(), default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
 @click.option("--max-cycles", type=click.IntRange(min=1), default=500, show_default=True, help="MML EM cycles.")
 @click.option(
     "--se", type=click.Choice(["none", "louis"]), default="none", show_default=True, help="MML standard errors."
@@ -156,7 +156,7 @@ def main():
 @_limit("--mem-limit", "MB", "Refuse to start when the memory estimate exceeds MB.")
 @click.option(
     "--binarize",
-    type=float,
+    type=FiniteFloatRange(),
     default=None,
     metavar="THRESH",
     help="Score >= THRESH counts as correct (for non-binary scores).",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
 
@@ -69,12 +69,12 @@ def main():
 )
 @click.option(
     "--missing",
-    type=click.FloatRange(0, 1, max_open=True),
+    type=FiniteFloatRange(0, 1, max_open=True),
     default=0.0,
     show_default=True,
     help="MCAR missing fraction.",
 )
-@click.option("--skew", type=float, default=-4.0, show_default=True, help="Skew-normal alpha of 'skewed'.")
+@click.option("--skew", type=FiniteFloatRange(), default=-4.0, show_default=True, help="Skew-normal alpha of 'skewed'.")
 @click.option(
     "--groups", type=click.IntRange(min=1), default=6, show_default=True, help="Model families of 'clustered'."
 )

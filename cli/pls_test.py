@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
 
 PROG = "pls-test"
 METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
@@ -155,7 +155,7 @@ def resampling(splits_help: str, perms: int, perms_help: str, folds_help: str):
 @click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires.")
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
     help="Level for the 'reject' field.",
@@ -344,7 +344,7 @@ def _write_files(run, design, results, per_split_path, null_path, loadings_path,
 @click.option("-n", "--rows", "n", type=int, default=100, show_default=True, help="Rows.")
 @click.option("-p", "--columns", "p", type=int, default=50, show_default=True, help="X columns.")
 @click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (the first ones).")
-@click.option("--snr", type=float, default=0.3, show_default=True, help="var(X beta) / var(noise).")
+@click.option("--snr", type=FiniteFloatRange(), default=0.3, show_default=True, help="var(X beta) / var(noise).")
 @click.option("--null", "null", is_flag=True, help="y independent of X (same as --snr 0).")
 @common_options("output", "format", "seed", "force", "meta", "quiet", "verbose")
 def sim(geometry, n, p, active, snr, null, **_):
@@ -377,7 +377,7 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--geometry", default="toeplitz0.5", show_default=True, help="Simulated design (ignored with --data).")
 @click.option("-p", "--columns", "p", type=int, default=50, show_default=True, help="X columns (simulated).")
 @click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (simulated).")
-@click.option("--snr", type=float, default=0.3, show_default=True, help="Signal-to-noise ratio (simulated).")
+@click.option("--snr", type=FiniteFloatRange(), default=0.3, show_default=True, help="Signal-to-noise ratio (simulated).")
 @click.option("--data", "data_source", default=None, metavar="DATA", help="Subsample rows of real data instead.")
 @data_columns("Response column of --data.", "X columns of --data by glob.")
 @click.option("--null", "null", is_flag=True, help="Size study: y independent of X (permuted y with --data).")
@@ -388,7 +388,7 @@ def sim(geometry, n, p, active, snr, null, **_):
 @resampling("Splits J.", 200, "Permutations B.", "CV folds F.")
 @click.option(
     "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteFloatRange(0, 1, min_open=True, max_open=True),
     default=0.05,
     show_default=True,
     help="Test level.",

@@ -244,3 +244,11 @@ def test_bench_measures_every_figure_in_one_run(run_cli, one_line_error, sim_csv
     assert (times.ours > 0).all() and np.allclose(times.ratio, times.ref / times.ours)
     assert frame.loc["nb_vs_cvq2perm", "ref"] == frame.loc["cvq2perm_vs_sklearn", "ours"]
     one_line_error(run_cli([*args, "--ref-perms", "0"]), "pls-test", "--ref-perms must be >= 1")
+
+
+@pytest.mark.parametrize("alpha", ["2", "-1", "0", "1", "nan", "inf"])
+def test_alpha_outside_0_1_or_not_finite_is_refused(run_cli, one_line_error, sim_csv, tmp_path, alpha):
+    split = tmp_path / "splits.csv"
+    proc = run_cli(["pls-test", "test", sim_csv, "-k", "1", "--alpha", alpha, "--per-split", split, "-j", "1"])
+    one_line_error(proc, "pls-test", "--alpha")
+    assert not split.exists()

@@ -268,6 +268,12 @@ def screen(
         raise DataError(
             f"{name}: {missing:.1%} of responses are missing (more than {MAX_MISSING:.0%}); too sparse to fit"
         )
+    observed = data.Y[data.Y != MISSING]
+    if observed.size and (observed == observed[0]).all():
+        raise DataError(
+            f"{name}: every observed response is {int(observed[0])}, so no item or ability parameter is"
+            " identified; check the scoring (--binarize THRESH for non-binary scores)"
+        )
     rc, rw, ic, iw = extremes(data.Y)
     report = Screen(int(rc.sum()), int(rw.sum()), int(ic.sum()), int(iw.sum()))
     n_extreme = rc.sum() + rw.sum() + ic.sum() + iw.sum()
@@ -285,11 +291,16 @@ def screen(
                 raise DataError(f"{name}: --drop-extreme leaves fewer than {MIN_MODELS} models or {MIN_ITEMS} items")
         report.dropped_models, report.dropped_items = int(N - keep_r.sum()), int(J - keep_c.sum())
         data = data.subset(np.flatnonzero(keep_r), np.flatnonzero(keep_c))
-    elif n_extreme and method in ("vi", "psn"):
+    elif n_extreme:
+        drift = (
+            "drift without bound"
+            if method in ("vi", "psn")
+            else "are set by the bounds and priors, not by the data"
+        )
         report.warnings.append(
             f"{report.all_correct_models + report.all_wrong_models} models and "
             f"{report.all_correct_items + report.all_wrong_items} items answer all-correct or all-wrong; "
-            f"{method} estimates for them drift without bound; pass --drop-extreme to remove them"
+            f"{method} estimates for them {drift}; pass --drop-extreme to remove them"
         )
     if model == "3pl" and data.shape[0] < 50:
         report.warnings.append(f"3PL with {data.shape[0]} models (< 50): the guessing parameter c is barely identified")

@@ -48,6 +48,8 @@ class DrawSpec:
             raise UsageError("--missing must be in [0, 1)")
         if self.groups < 1 or self.modes < 1:
             raise UsageError("--groups and --modes must be at least 1")
+        if not np.isfinite(self.skew):
+            raise UsageError(f"--skew must be a finite number, not {self.skew}")
 
 
 def standardise(x: np.ndarray) -> np.ndarray:
