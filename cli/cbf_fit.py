@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, option_group, tool_group
+from methodkit.cli._common import (
+    FiniteFloatRange,
+    DemoStep,
+    OutputPath,
+    Run,
+    common_options,
+    input_argument,
+    option_group,
+    tool_group,
+)
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
 
 FIT_COMMON = ("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
@@ -210,12 +219,15 @@ def fit(
     from methodkit.core import io
     from methodkit.tools.cbf import fit as fitmod
     from methodkit.tools.cbf.forward import ResponseModel
-    from methodkit.tools.cbf.runs import edge_warning, fit_summary
+    from methodkit.tools.cbf.runs import clip_warning, edge_warning, fit_summary
 
     run = Run.from_context()
     run.threads(default="idle")
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
+    clipped = clip_warning(cohort, _pair(clip, "--clip"), censor)
+    if clipped:
+        warn(run.tool.split()[0], clipped)
     opts = fitmod.FitOptions(
         model=model,
         grid=grid,

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group
+from methodkit.cli._common import (
+    FiniteFloatRange,
+    DemoStep,
+    OutputPath,
+    Run,
+    common_options,
+    input_argument,
+    tool_group,
+)
 
 DEMO = [
     DemoStep(
@@ -55,7 +63,11 @@ def learner_options(f):
                 help="Stochasticity variance range of the grid.",
             ),
             click.option(
-                "--m0", type=FiniteFloatRange(), default=60.0, show_default=True, help="Initial Kalman mean (task midpoint)."
+                "--m0",
+                type=FiniteFloatRange(),
+                default=60.0,
+                show_default=True,
+                help="Initial Kalman mean (task midpoint).",
             ),
             click.option(
                 "--w0", type=FiniteFloatRange(min=0), default=10.0, show_default=True, help="Initial Kalman variance."
@@ -128,8 +140,15 @@ def main():
 @click.option("--design", type=click.Choice(["stovol2x2"]), default="stovol2x2", show_default=True, help="Task design.")
 @click.option("--trials", type=click.IntRange(min=3), default=None, help="Trials per block [default: 50].")
 @click.option("--start", type=FiniteFloatRange(), default=None, help="Initial latent value [default: 60].")
+@click.option(
+    "--within",
+    default="15,85",
+    show_default=True,
+    metavar="LO,HI|none",
+    help="Redraw each sequence until its outcomes lie in [LO, HI] (none: unconstrained random walk).",
+)
 @common_options("output", "format", "force", "seed", "meta", "quiet", "verbose")
-def task(design, trials, start, **_):
+def task(design, trials, start, within, **_):
     """Write the outcome sequences of a design (one block per condition) as a long table."""
     from methodkit.core.memory import guard_memory
     from methodkit.tools.cbf import data
@@ -137,7 +156,9 @@ def task(design, trials, start, **_):
     rows = data.task_rows(design, trials)
     guard_memory(rows * data.TASK_BYTES_PER_ROW, f"a task table of {rows:,} rows", "--trials")
     run = Run.from_context()
-    run.emit_table(data.task_frame(data.simulate_task(design, trials=trials, start=start, seed=run.seed)))
+    bounds = None if within.strip().lower() == "none" else _pair(within, "--within")
+    task = data.simulate_task(design, trials=trials, start=start, seed=run.seed, within=bounds)
+    run.emit_table(data.task_frame(task))
 
 
 @main.command("agents")

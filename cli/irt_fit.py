@@ -104,7 +104,9 @@ def main():
     help="MML upper bound on a (python mirt's); fit.json counts the items that end on it.",
 )
 @click.option("--quadrature", type=click.IntRange(min=5), default=61, show_default=True, help="MML nodes on [-6, 6].")
-@click.option("--tol", type=FiniteFloatRange(), default=1e-4, show_default=True, help="MML: stop when max |change| is below this.")
+@click.option(
+    "--tol", type=FiniteFloatRange(), default=1e-4, show_default=True, help="MML: stop when max |change| is below this."
+)
 @click.option("--max-cycles", type=click.IntRange(min=1), default=500, show_default=True, help="MML EM cycles.")
 @click.option(
     "--se", type=click.Choice(["none", "louis"]), default="none", show_default=True, help="MML standard errors."

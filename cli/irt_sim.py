@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import (
+    FiniteFloatRange,
+    DemoStep,
+    OutputPath,
+    Run,
+    common_options,
+    input_argument,
+    tool_group,
+    warn,
+)
 
 CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
 

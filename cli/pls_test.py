@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import (
+    FiniteFloatRange,
+    DemoStep,
+    OutputPath,
+    Run,
+    common_options,
+    input_argument,
+    tool_group,
+    warn,
+)
 
 PROG = "pls-test"
 METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
@@ -377,7 +386,9 @@ def sim(geometry, n, p, active, snr, null, **_):
 @click.option("--geometry", default="toeplitz0.5", show_default=True, help="Simulated design (ignored with --data).")
 @click.option("-p", "--columns", "p", type=int, default=50, show_default=True, help="X columns (simulated).")
 @click.option("--active", type=int, default=5, show_default=True, help="Non-zero coefficients (simulated).")
-@click.option("--snr", type=FiniteFloatRange(), default=0.3, show_default=True, help="Signal-to-noise ratio (simulated).")
+@click.option(
+    "--snr", type=FiniteFloatRange(), default=0.3, show_default=True, help="Signal-to-noise ratio (simulated)."
+)
 @click.option("--data", "data_source", default=None, metavar="DATA", help="Subsample rows of real data instead.")
 @data_columns("Response column of --data.", "X columns of --data by glob.")
 @click.option("--null", "null", is_flag=True, help="Size study: y independent of X (permuted y with --data).")

@@ -23,7 +23,7 @@ def small_frame():
 
 
 def test_task_has_the_design():
-    task = data.simulate_task(seed=4, trials=2000)
+    task = data.simulate_task(seed=4, trials=2000, within=None)
     assert np.allclose(np.var(np.diff(task.latent, axis=0), axis=0) / task.vol, 1.0, atol=0.1)
     assert np.allclose(np.var(task.outcome - task.latent, axis=0) / task.sto, 1.0, atol=0.1)
     assert np.all(task.latent[0] == 60.0)
@@ -114,7 +114,7 @@ def test_simulated_noise_sources_are_mutually_independent():
     from methodkit.tools.cbf.forward import FilterOptions
     from methodkit.tools.cbf.grid import GridSpec
 
-    task = data.simulate_task(seed=3, trials=400)
+    task = data.simulate_task(seed=3, trials=400, within=None)
     people = data.cohort_for_agents(task, 30, seed=3)
     params = agents.population_params("kf", ["healthy"] * 30, np.random.default_rng(3), 4.0)
     rt = agents.parse_rt("logrt=8.4+N(0,0.1)")

@@ -21,7 +21,16 @@ MIN_TRIALS = 3
 ABSURD_RT_MS = 60_000.0
 
 # The real design (Piray & Daw 2024): volatility variance x stochasticity variance, 4 blocks x 50 trials.
-DESIGNS = {"stovol2x2": {"vol": (4.0, 49.0, 4.0, 49.0), "sto": (16.0, 16.0, 64.0, 64.0), "trials": 50, "start": 60.0}}
+DESIGNS = {
+    "stovol2x2": {
+        "vol": (4.0, 49.0, 4.0, 49.0),
+        "sto": (16.0, 16.0, 64.0, 64.0),
+        "trials": 50,
+        "start": 60.0,
+        "within": (15.0, 85.0),
+    }
+}
+WITHIN_BATCH, WITHIN_BATCHES = 256, 400  # redraws of a task sequence kept inside its range
 
 
 @dataclass
@@ -232,9 +241,21 @@ def task_rows(design: str = "stovol2x2", trials: int | None = None) -> int:
 
 
 def simulate_task(
-    design: str = "stovol2x2", *, trials: int | None = None, start: float | None = None, seed: int = 0
+    design: str = "stovol2x2",
+    *,
+    trials: int | None = None,
+    start: float | None = None,
+    seed: int = 0,
+    within: tuple[float, float] | None | str = "design",
 ) -> Task:
-    """Random-walk latent from `start`, outcome = latent + N(0, sto); one sequence per condition."""
+    """Random-walk latent from `start`, outcome = latent + N(0, sto); one sequence per condition.
+
+    `within` (LO, HI): each condition's sequence is redrawn until every outcome lies in [LO, HI], as the
+    real task's sequences do (Piray & Daw's outcomes span 12.6-82.3 of the 10-90 response scale); an
+    unconstrained walk with volatility 49 leaves the response range in ~13% of trials, and responses
+    clipped there are not the Gaussian observations the fit assumes. "design" takes the design's range
+    (15, 85 for stovol2x2); None draws the unconstrained walk.
+    """
     if design not in DESIGNS:
         raise UsageError(f"--design must be one of {', '.join(DESIGNS)}, not {design!r}")
     spec = DESIGNS[design]
@@ -242,12 +263,35 @@ def simulate_task(
     if trials < MIN_TRIALS:
         raise UsageError(f"--trials must be at least {MIN_TRIALS}")
     start = spec["start"] if start is None else start
+    within = spec["within"] if isinstance(within, str) and within == "design" else within
     rng = np.random.default_rng(seed)
     vol, sto = np.array(spec["vol"]), np.array(spec["sto"])
-    steps = rng.standard_normal((trials, vol.size)) * np.sqrt(vol)
-    steps[0] = 0.0
-    latent = start + np.cumsum(steps, axis=0)
-    outcome = latent + rng.standard_normal((trials, vol.size)) * np.sqrt(sto)
+    if within is None:
+        steps = rng.standard_normal((trials, vol.size)) * np.sqrt(vol)
+        steps[0] = 0.0
+        latent = start + np.cumsum(steps, axis=0)
+        outcome = latent + rng.standard_normal((trials, vol.size)) * np.sqrt(sto)
+        return Task(design, vol, sto, latent, outcome)
+    lo, hi = within
+    if not lo < start < hi:
+        raise UsageError(f"--start {start:g} must lie inside --within {lo:g},{hi:g}")
+    latent, outcome = np.empty((trials, vol.size)), np.empty((trials, vol.size))
+    for c in range(vol.size):
+        for _ in range(WITHIN_BATCHES):
+            steps = rng.standard_normal((WITHIN_BATCH, trials)) * np.sqrt(vol[c])
+            steps[:, 0] = 0.0
+            lat = start + np.cumsum(steps, axis=1)
+            out = lat + rng.standard_normal((WITHIN_BATCH, trials)) * np.sqrt(sto[c])
+            ok = np.flatnonzero(((out >= lo) & (out <= hi)).all(axis=1))
+            if ok.size:
+                latent[:, c], outcome[:, c] = lat[ok[0]], out[ok[0]]
+                break
+        else:
+            raise UsageError(
+                f"no sequence of {trials} trials with volatility {vol[c]:g} and stochasticity {sto[c]:g} stayed "
+                f"within [{lo:g}, {hi:g}] in {WITHIN_BATCHES * WITHIN_BATCH:,} draws; pass fewer --trials or "
+                "--within none"
+            )
     return Task(design, vol, sto, latent, outcome)
 
 

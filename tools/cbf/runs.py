@@ -26,6 +26,23 @@ def fit_summary(model: str, table, failed: list, seconds: float) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in summary.items()}
 
 
+CLIP_WARN_SHARE = 0.02
+
+
+def clip_warning(cohort, clip: tuple[float, float], censor: bool) -> str | None:
+    """Warn when more than 2% of the responses sit at a --clip bound and they are fitted as Gaussian."""
+    r = cohort.response[cohort.valid & np.isfinite(cohort.response)]
+    if censor or r.size == 0:
+        return None
+    share = float(((r <= clip[0]) | (r >= clip[1])).mean())
+    if share <= CLIP_WARN_SHARE:
+        return None
+    return (
+        f"{share:.1%} of the responses sit at a --clip bound ({clip[0]:g} or {clip[1]:g}); fitted as Gaussian "
+        "observations they bias the estimates: pass --censor (or check --clip)"
+    )
+
+
 def edge_warning(cohort, table, grid, fopts) -> str | None:
     """Warn when a grid end node at the edge of the range carries > 0.5 of the posterior mass."""
     from methodkit.tools.cbf.signals import cbf_nodes, mixture_signals

@@ -293,9 +293,7 @@ def screen(
         data = data.subset(np.flatnonzero(keep_r), np.flatnonzero(keep_c))
     elif n_extreme:
         drift = (
-            "drift without bound"
-            if method in ("vi", "psn")
-            else "are set by the bounds and priors, not by the data"
+            "drift without bound" if method in ("vi", "psn") else "are set by the bounds and priors, not by the data"
         )
         report.warnings.append(
             f"{report.all_correct_models + report.all_wrong_models} models and "
