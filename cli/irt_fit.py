@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._common import DemoStep, FiniteFloatRange, Run, common_options, input_argument, tool_group, warn
 
 DEMO = [
     DemoStep(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from methodkit.cli._common import (
-    FiniteFloatRange,
     DemoStep,
+    FiniteFloatRange,
     OutputPath,
     Run,
     common_options,
