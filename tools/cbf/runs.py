@@ -43,23 +43,53 @@ def clip_warning(cohort, clip: tuple[float, float], censor: bool) -> str | None:
     )
 
 
-def edge_warning(cohort, table, grid, fopts) -> str | None:
-    """Warn when a grid end node at the edge of the range carries > 0.5 of the posterior mass."""
+EDGE_MASS = 0.5  # posterior mass on an end node that makes it a candidate
+EDGE_GAIN = 1.0  # nats of outcome evidence a moved-out end node must add for the range to bind
+EDGE_STEP = 4.0  # factor the end node is moved outward by in that check
+
+
+def binding_edges(cohort, values: dict, grid, fopts) -> tuple[np.ndarray, np.ndarray]:
+    """(candidate, binding) per subject: the end node at a --v-range/--s-range bound carries > 0.5 of the
+    posterior mass at a block end (candidate), and moving that node EDGE_STEP times further out raises the
+    observer's log evidence of the outcomes by more than EDGE_GAIN nats (binding: the data would pull the
+    posterior past the range). Mass on an end node alone is no sign of a short range: a subject whose
+    beliefs settle on the lowest stochasticity node of a low-noise block puts it there inside the range."""
     from methodkit.tools.cbf.signals import cbf_nodes, mixture_signals
 
+    vn, sn = cbf_nodes(values, grid)
+    sig = mixture_signals(cohort, vn, sn, fopts)
+    base = np.nansum(sig.logz.reshape(len(vn), -1), axis=1)
+    binding = np.zeros(len(vn), bool)
+    candidate = np.zeros(len(vn), bool)
+    for nodes, bounds, dim in ((vn, grid.v_range, 0), (sn, grid.s_range, 1)):
+        for end, factor in ((0, 1 / EDGE_STEP), (-1, EDGE_STEP)):
+            at_bound = np.abs(np.log(nodes[:, end]) - np.log(bounds[0 if end == 0 else 1])) < 0.05
+            todo = np.flatnonzero(at_bound & (sig.edge_mass > EDGE_MASS) & ~binding)
+            candidate[todo] = True
+            if not todo.size:
+                continue
+            moved = nodes[todo].copy()
+            moved[:, end] *= factor
+            pair = (moved, sn[todo]) if dim == 0 else (vn[todo], moved)
+            again = mixture_signals(cohort.subset(todo), *pair, fopts)
+            gain = np.nansum(again.logz.reshape(todo.size, -1), axis=1) - base[todo]
+            binding[todo[gain > EDGE_GAIN]] = True
+    return candidate, binding
+
+
+def edge_warning(cohort, table, grid, fopts) -> str | None:
+    """Warn when the grid's range binds for some subjects (see `binding_edges`)."""
     ok = ~table["failed"].to_numpy()
     if not ok.any():
         return None
     sub = cohort.subset(np.flatnonzero(ok))
     values = {c: table.loc[ok, c].to_numpy(float) for c in ("mu_v", "kappa_v", "mu_s", "kappa_s")}
-    vn, sn = cbf_nodes(values, grid)
-    sig = mixture_signals(sub, vn, sn, fopts)
-    near = (np.abs(np.log(vn[:, [0, -1]]) - np.log(grid.v_range)).min(1) < 0.05) | (
-        np.abs(np.log(sn[:, [0, -1]]) - np.log(grid.s_range)).min(1) < 0.05
-    )
-    flagged = np.flatnonzero((sig.edge_mass > 0.5) & near)
-    if flagged.size:
-        return f"{flagged.size} subjects end a block with > 0.5 posterior mass on a grid end node; widen --v-range/--s-range"
+    _, binding = binding_edges(sub, values, grid, fopts)
+    if binding.any():
+        return (
+            f"{int(binding.sum())} subjects end a block with > 0.5 posterior mass on a grid end node at the range"
+            " bound, and their outcomes favour variances beyond it; widen --v-range/--s-range"
+        )
     return None
 
 
