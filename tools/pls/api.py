@@ -16,6 +16,7 @@ from methodkit.tools.pls.rotation import varimax
 
 METHODS = ("auto", "nb", "nb-perm", "cvq2-perm", "jackknife", "all")
 ROTATION_TOL = 1e-9
+Q2_CENTERS = ("train", "fold")
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Options:
     jack_center: str = "mean"
     device: str = "cpu"
     select_k: int | None = None  # exploratory: choose K <= this by CV (one-sigma); invalidates p-values
+    q2_center: str = "train"  # cvq2-perm's SS: around the training mean (Wold) or the fold's mean (plskit)
 
 
 @dataclass
@@ -341,7 +343,9 @@ def _cvq2(res, X, y, w, K, options, ops, rng, progress):
         raise UsageError(f"--folds must be between 2 and n = {len(y)}, got {F}")
     folds = methods.draw_folds(len(y), F, rng["folds"])
     Y = methods.permuted_columns(y, B, rng["cvq2-perm"])
-    q = methods.cv_q2_pass(X, Y, folds, K, options.directions, ops, progress, w=w)
+    if options.q2_center not in Q2_CENTERS:
+        raise UsageError(f"--q2-center must be one of {', '.join(Q2_CENTERS)}, not {options.q2_center!r}")
+    q = methods.cv_q2_pass(X, Y, folds, K, options.directions, ops, progress, w=w, center=options.q2_center)
     if q.failed[0]:
         raise RunFailure("cvq2-perm: the observed Q2 is undefined (a validation fold has no variance in y)")
     outcome = methods.perm_pvalue(float(q.q2[0]), q.q2[1:], q.failed[1:], "cvq2-perm")
@@ -355,7 +359,7 @@ def _cvq2(res, X, y, w, K, options, ops, rng, progress):
     res.basis = q.W[0]
     if options.rotate == "varimax":
         rotated = [varimax(W.T, options.kaiser)[0].T for W in q.W]
-        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, batch.operations("cpu"), w)
+        q2_rot = methods.q2_with_bases(X, y, folds, K, rotated, batch.operations("cpu"), w, options.q2_center)
         res.rotation_delta = float(abs(q2_rot - res.q2))
         _require_invariance(res.rotation_delta)
 

@@ -134,12 +134,23 @@ def weighted_pearson_atanh(A, Y, w, clip, min_var):
     return r, xp.arctanh(r), bad
 
 
-def weighted_sum_squares(split: StandardSplit, yhat, Yte_s, ops):
-    """PRESS and total sum of squares over the test rows (weighted by w_te when the split has weights)."""
+def weighted_sum_squares(split: StandardSplit, yhat, Yte_s, ops, center: str = "train"):
+    """PRESS and total sum of squares over the test rows (weighted by w_te when the split has weights).
+
+    The total is around the training mean (center="train": the PRESS of predicting the training mean, Wold's
+    Q2) or around the test fold's own mean (center="fold", which matches plskit's raw_perm statistic)."""
+    xp = ops.xp
     if split.w_te is None:
-        return ops.sum_squares_columns(ops.xp.ascontiguousarray(yhat), Yte_s)
+        press, total = ops.sum_squares_columns(xp.ascontiguousarray(yhat), Yte_s)
+        if center == "fold":
+            m = Yte_s.shape[0]
+            total = total - m * Yte_s.mean(axis=0) ** 2
+        return press, total
     w = split.w_te
-    return w @ (yhat - Yte_s) ** 2, w @ (Yte_s * Yte_s)
+    press, total = w @ (yhat - Yte_s) ** 2, w @ (Yte_s * Yte_s)
+    if center == "fold":
+        total = total - (w @ Yte_s) ** 2 / w.sum()
+    return press, total
 
 
 def kish(w: np.ndarray) -> float:

@@ -238,8 +238,12 @@ def draw_folds(n: int, F: int, rng: np.random.Generator) -> list[np.ndarray]:
     return [np.sort(f) for f in np.array_split(rng.permutation(n), F)]
 
 
-def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, phase="cv folds", w=None) -> Q2Pass:
-    """Q2 = 1 - PRESS / SS pooled over fixed folds, per column of Y (standardised validation y; weighted with w)."""
+def cv_q2_pass(
+    X, Y, folds, K, directions: Directions, ops, progress=silent, phase="cv folds", w=None, center: str = "train"
+) -> Q2Pass:
+    """Q2 = 1 - PRESS / SS pooled over fixed folds, per column of Y (standardised validation y; weighted with w).
+
+    SS is around the training mean of each fold (center="train") or the validation fold's mean ("fold")."""
     n, B = Y.shape
     press = np.zeros(B)
     total = np.zeros(B)
@@ -261,7 +265,7 @@ def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, pha
             )
             W, ranks = learner(split.Xtr, Ytr_s, K, ops)
             yhat = batch.heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
-            p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops)
+            p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops, center)
             press[s:e] += batch._host(p_)
             total[s:e] += batch._host(t_)
             failed[s:e] |= batch._host(flat) | ~np.isfinite(batch._host(p_))
@@ -276,7 +280,7 @@ def cv_q2_pass(X, Y, folds, K, directions: Directions, ops, progress=silent, pha
     return Q2Pass(q2, failed, truncated, Ws, folds, len(folds) * B)
 
 
-def q2_with_bases(X, y, folds, K, bases, ops, w=None) -> float:
+def q2_with_bases(X, y, folds, K, bases, ops, w=None, center: str = "train") -> float:
     """Observed Q2 recomputed with given standardised-space bases per fold (rotation check)."""
     n = len(y)
     press = total = 0.0
@@ -285,7 +289,7 @@ def q2_with_bases(X, y, folds, K, bases, ops, w=None) -> float:
         split = batch.standardize_split(X, train, test, ops.xp, w)
         Ytr_s, Yte_s, _ = batch.standardize_y(split, y[train, None], y[test, None], ops)
         yhat = batch.heldout_predict(split.Xtr, Ytr_s, split.Xte, np.ascontiguousarray(W[:, :, None]), ops)
-        p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops)
+        p_, t_ = batch.weighted_sum_squares(split, yhat, Yte_s, ops, center)
         press += float(p_[0])
         total += float(t_[0])
     return 1.0 - press / total
