@@ -3,18 +3,8 @@ trial-wise signals, and run the learning-rate, phenotype and response-time analy
 
 from __future__ import annotations
 
-import click
-
-from methodkit.cli._common import (
-    DemoStep,
-    FiniteFloatRange,
-    OutputPath,
-    Run,
-    common_options,
-    input_argument,
-    option_group,
-    tool_group,
-)
+from methodkit.cli._cbf_options import analyze_options, data_options, fit_options, signals_options
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
 from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
 
 FIT_COMMON = ("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
@@ -33,27 +23,8 @@ DEMO = [
 ]
 
 
-# how INPUT is read (fit, signals, analyze)
-data_options = option_group(
-    click.option(
-        "--import",
-        "importer",
-        type=click.Choice(["table", "stovol-mat"]),
-        default="table",
-        show_default=True,
-        help="INPUT is the long table, or Piray & Daw's data.mat.",
-    ),
-    click.option(
-        "--clip",
-        default="10,90",
-        show_default=True,
-        metavar="LO,HI",
-        help="Response range (responses outside it are an error).",
-    ),
-)
-
-
 def read_cohort(run: Run, path: str, importer: str, clip: str):
+    """How INPUT is read (fit, signals, analyze)."""
     from methodkit.cli._common import warn
     from methodkit.tools.cbf import data
 
@@ -123,75 +94,7 @@ def main():
 @main.command("fit")
 @input_argument()
 @data_options
-@click.option(
-    "--model",
-    type=click.Choice(["cbf", "kf", "pf-hpl", "pf-beta"]),
-    default="cbf",
-    show_default=True,
-    help="The learner to fit.",
-)
-@click.option(
-    "--objective",
-    type=click.Choice(["responses", "outcomes", "joint"]),
-    default="responses",
-    show_default=True,
-    help="log p(responses), the observer evidence log p(outcomes), or both.",
-)
-@click.option(
-    "--restarts",
-    type=click.IntRange(1, 5),
-    default=5,
-    show_default=True,
-    help="Start points from the fixed design (cbf, kf).",
-)
-@click.option(
-    "--screen",
-    type=click.IntRange(0, 20),
-    default=5,
-    show_default=True,
-    help="Extra start points (cbf, kf): the best of a fixed grid, by one forward pass each.",
-)
-@click.option(
-    "--gradient",
-    type=click.Choice(["adjoint", "torch"]),
-    default="adjoint",
-    show_default=True,
-    help="cbf/kf gradient: numba reverse mode, or torch autograd (the slower reference).",
-)
-@click.option(
-    "--max-iter", type=click.IntRange(min=1), default=200, show_default=True, help="L-BFGS iterations per row."
-)
-@click.option("--censor", is_flag=True, help="Interval-censor responses at the --clip bounds.")
-@click.option(
-    "--lapse",
-    type=FiniteFloatRange(0, 1, max_open=True),
-    default=0.0,
-    show_default=True,
-    help="Lapse rate (uniform responses).",
-)
-@click.option(
-    "--runs",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Particle-filter runs averaged per SSE evaluation (paper: 10).",
-)
-@click.option(
-    "--evaluations",
-    type=click.IntRange(min=5),
-    default=60,
-    show_default=True,
-    help="Derivative-free evaluations per subject (paper: 200).",
-)
-@click.option(
-    "--optimizer",
-    type=click.Choice(["nelder-mead", "bo"]),
-    default="nelder-mead",
-    show_default=True,
-    help="Derivative-free optimizer of the particle filters: Nelder-Mead, or Bayesian optimisation "
-    "(GP + expected improvement, 5 seed points: the paper's protocol; needs bayesian-optimization).",
-)
-@click.option("--timing", is_flag=True, help="Add a 'seconds' column (wall time per subject; not reproducible).")
+@fit_options
 @learner_options
 @common_options(*FIT_COMMON, threads_default=IDLE_CORES)
 def fit(
@@ -273,16 +176,7 @@ def _read_params(run: Run, path: str | None):
 @main.command("signals")
 @input_argument()
 @data_options
-@click.option(
-    "--params", "params_path", default=None, metavar="CSV", help="Params table written by 'cbf-fit fit' (required)."
-)
-@click.option(
-    "--runs",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="Particle-filter runs averaged (pf models).",
-)
+@signals_options
 @learner_options
 @common_options(*FIT_COMMON, threads_default=IDLE_CORES)
 def signals(input, importer, clip, params_path, runs, **params):
@@ -313,35 +207,7 @@ def signals(input, importer, clip, params_path, runs, **params):
 @main.command("analyze")
 @input_argument()
 @data_options
-@click.option(
-    "--params",
-    "params_path",
-    default=None,
-    metavar="CSV",
-    help="Params table written by 'cbf-fit fit' (required; gives the phenotype index).",
-)
-@click.option(
-    "--signals",
-    "signals_path",
-    default=None,
-    metavar="PATH",
-    help="Signals table with 'ambiguity' [default: computed from --params].",
-)
-@click.option(
-    "--compare",
-    "compare_path",
-    default=None,
-    metavar="CSV",
-    help="A second params table (e.g. pf-hpl) split the same way.",
-)
-@click.option(
-    "--out",
-    "out_path",
-    type=OutputPath(),
-    default=None,
-    metavar="PATH",
-    help="Also write the per-subject table (GLM and RT coefficients) here.",
-)
+@analyze_options
 @learner_options
 @common_options("in_format", "output", "force", "seed", "meta", "quiet", "verbose")
 def analyze(input, importer, clip, params_path, signals_path, compare_path, out_path, **params):

@@ -65,3 +65,42 @@ def test_q2_center_flag_reaches_the_statistic(run_cli, tmp_path):
         assert proc.returncode == 0, proc.stderr
         out[center] = json.loads(proc.stdout)["statistic"]
     assert out["fold"] < out["train"]
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_wide_sample_space_route_equals_the_p_space_fit(K):
+    # issue 37 item 10: NB-permutation on wide X (p > n_train) fits in sample space; same held-out z
+    from methodkit.tools.pls import batch
+
+    rng = np.random.default_rng(K)
+    n_tr, n_te, p, B = 20, 18, 90, 37
+    X = rng.standard_normal((n_tr + n_te, p))
+    Y = rng.standard_normal((n_tr + n_te, B))
+    split = batch.standardize_split(X, np.arange(n_tr), np.arange(n_tr, n_tr + n_te))
+    ops = batch.operations("cpu")
+    Ytr_s, Yte_s, _ = batch.standardize_y(split, Y[:n_tr], Y[n_tr:], ops)
+    W, ranks = batch.pls1_weights(split.Xtr, Ytr_s, K, ops)
+    ref = batch.heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
+    got, granks = batch.pls1_heldout_gram(split.Xtr, Ytr_s, split.Xte, K, ops)
+    assert np.array_equal(ranks, granks)
+    assert np.max(np.abs(got - ref)) < 1e-9 * np.max(np.abs(ref))
+    fast = batch.split_corr_batch(split, Y[:n_tr], Y[n_tr:], K, batch.pls1_weights, ops)
+    assert (
+        np.max(np.abs(fast.z - batch._score(split, ref, Yte_s, np.zeros(B, bool), ranks < K, ops, False, None).z))
+        < 1e-9
+    )
+
+
+def test_sample_space_route_truncates_like_the_p_space_fit():
+    from methodkit.tools.pls import batch
+
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((12, 40))
+    X[:, 20:] = X[:, :20]  # duplicated columns: still wide
+    y = rng.standard_normal((12, 3))
+    split = batch.standardize_split(X, np.arange(4), np.arange(4, 12))  # 4 train rows: rank <= 3 after centring
+    ops = batch.operations("cpu")
+    Ytr_s, _, _ = batch.standardize_y(split, y[:4], y[4:], ops)
+    _, ranks = batch.pls1_weights(split.Xtr, Ytr_s, 5, ops)
+    _, granks = batch.pls1_heldout_gram(split.Xtr, Ytr_s, split.Xte, 5, ops)
+    assert np.array_equal(ranks, granks) and ranks.max() < 5

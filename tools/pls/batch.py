@@ -234,9 +234,50 @@ class SplitResult:
     W: np.ndarray | None = None
 
 
+def pls1_heldout_gram(Xtr, Ytr, Xte, K: int, ops):
+    """PLS1 + OLS refit + held-out prediction in sample space, for wide X (p > n_train): (yhat, ranks).
+
+    The Krylov basis W_k = X_tr' A_k is kept by its coefficients A_k (n_tr x B) and its train scores
+    U_k = X_tr W_k = G A_k (G = X_tr X_tr'): <W_j, V> = U_j . A_V and |V|^2 = A_V . G A_V, so the two-pass
+    Gram-Schmidt of `orthonormalize_step` runs on n_tr-vectors, and the test scores are (X_te X_tr') A_k.
+    Every product is n_tr x n_tr x B instead of n_tr x p x B (13x fewer flops at n = 60, p = 401).
+    The same fit as pls1_weights + heldout_predict up to rounding (tests: z to 1e-9)."""
+    xp = ops.xp
+    G = Xtr @ Xtr.T
+    H = Xte @ Xtr.T
+    B = Ytr.shape[1]
+    A, U = [], []
+    ranks = np.full(B, K)
+    exhausted = np.zeros(B, dtype=bool)
+    for k in range(K):
+        VA = Ytr if k == 0 else U[k - 1]  # V = X'y, then X'X w_{k-1} = X' u_{k-1}
+        GV = G @ VA
+        before = xp.sqrt(xp.maximum((VA * GV).sum(axis=0), 0.0))
+        for _ in range(2):
+            for j in range(k):
+                d = (U[j] * VA).sum(axis=0)
+                VA = VA - d * A[j]
+                GV = GV - d * U[j]
+        after = xp.sqrt(xp.maximum((VA * GV).sum(axis=0), 0.0))
+        ex = (before == 0.0) | (after <= EXHAUSTED_TOL * before)
+        scale = xp.where(ex, 0.0, 1.0 / xp.where(ex, 1.0, after))
+        A.append(VA * scale)
+        U.append(GV * scale)
+        ex = np.asarray(_host(ex))
+        ranks[ex & ~exhausted] = k
+        exhausted |= ex
+    T = xp.ascontiguousarray(xp.stack(U))
+    beta = ops.refit_coefficients(T, xp.ascontiguousarray(Ytr), RCOND)
+    S = xp.ascontiguousarray(xp.stack([H @ a for a in A]))
+    return ops.combine_scores(S, beta), ranks
+
+
 def split_corr_batch(split: StandardSplit, Ytr, Yte, K: int, learner, ops, *, want_r2=False, keep_w=False):
     """Standardise y columns with train moments, learn W, refit, predict, Pearson, atanh."""
     Ytr_s, Yte_s, flat = standardize_y(split, Ytr, Yte, ops)
+    if learner is pls1_weights and not keep_w and split.Xtr.shape[1] > split.Xtr.shape[0]:
+        yhat, ranks = pls1_heldout_gram(split.Xtr, Ytr_s, split.Xte, K, ops)
+        return _score(split, yhat, Yte_s, flat, ranks < K, ops, want_r2, None)
     W, ranks = learner(split.Xtr, Ytr_s, K, ops)
     yhat = heldout_predict(split.Xtr, Ytr_s, split.Xte, W, ops)
     return _score(split, yhat, Yte_s, flat, ranks < K, ops, want_r2, W if keep_w else None)
@@ -249,7 +290,11 @@ def k1_corr_batch(split: StandardSplit, Ytr, Yte, ops):
     """
     xp = ops.xp
     Ytr_s, Yte_s, flat = standardize_y(split, Ytr, Yte, ops)
-    yhat = xp.ascontiguousarray(split.Xte @ (split.Xtr.T @ Ytr_s))
+    n_tr, p = split.Xtr.shape
+    if p > n_tr:  # wide X: (X_te X_tr') Y is n_te x n_tr x B flops instead of (n_te + n_tr) x p x B
+        yhat = xp.ascontiguousarray((split.Xte @ split.Xtr.T) @ Ytr_s)
+    else:
+        yhat = xp.ascontiguousarray(split.Xte @ (split.Xtr.T @ Ytr_s))
     return _score(split, yhat, Yte_s, flat, np.zeros(Ytr.shape[1], dtype=bool), ops, False, None)
 
 

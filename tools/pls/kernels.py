@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+ORTHO_BLOCK = 64  # columns per parallel block of orthonormalize_step
+
 
 @njit(cache=True, parallel=True)
 def orthonormalize_step(V, W, k, tol):
@@ -21,32 +23,45 @@ def orthonormalize_step(V, W, k, tol):
     basis orthonormal for K up to ~20). A column whose norm collapses below
     `tol` x its norm before projection has exhausted its Krylov space: it becomes zero
     and `exhausted[b]` is set (that right-hand side is truncated to k components).
+    The loops run over rows i outside and columns b inside (unit stride in the row-major
+    arrays); each column's sums still run over i in order, so the result is that of the
+    column-by-column loop, bit for bit (a column-outer loop strode B x 8 bytes per element:
+    2.9x slower at p = 401, B = 256).
     """
     p, B = V.shape
     exhausted = np.zeros(B, dtype=np.bool_)
-    for b in prange(B):
-        before = 0.0
+    n_blocks = (B + ORTHO_BLOCK - 1) // ORTHO_BLOCK
+    for blk in prange(n_blocks):
+        lo = blk * ORTHO_BLOCK
+        hi = min(B, lo + ORTHO_BLOCK)
+        m = hi - lo
+        before = np.zeros(m)
         for i in range(p):
-            before += V[i, b] * V[i, b]
-        before = np.sqrt(before)
+            for b in range(m):
+                before[b] += V[i, lo + b] * V[i, lo + b]
+        dot = np.empty(m)
         for _ in range(2):
             for j in range(k):
-                dot = 0.0
+                dot[:] = 0.0
                 for i in range(p):
-                    dot += W[j, i, b] * V[i, b]
+                    for b in range(m):
+                        dot[b] += W[j, i, lo + b] * V[i, lo + b]
                 for i in range(p):
-                    V[i, b] -= dot * W[j, i, b]
-        after = 0.0
+                    for b in range(m):
+                        V[i, lo + b] -= dot[b] * W[j, i, lo + b]
+        after = np.zeros(m)
         for i in range(p):
-            after += V[i, b] * V[i, b]
-        after = np.sqrt(after)
-        if before == 0.0 or after <= tol * before:
-            exhausted[b] = True
-            for i in range(p):
-                W[k, i, b] = 0.0
-        else:
-            for i in range(p):
-                W[k, i, b] = V[i, b] / after
+            for b in range(m):
+                after[b] += V[i, lo + b] * V[i, lo + b]
+        for b in range(m):
+            before[b] = np.sqrt(before[b])
+            after[b] = np.sqrt(after[b])
+            if before[b] == 0.0 or after[b] <= tol * before[b]:
+                exhausted[lo + b] = True
+                after[b] = 0.0
+        for i in range(p):
+            for b in range(m):
+                W[k, i, lo + b] = V[i, lo + b] / after[b] if after[b] > 0.0 else 0.0
     return exhausted
 
 

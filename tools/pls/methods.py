@@ -17,7 +17,15 @@ from methodkit.core.errors import DataError, RunFailure
 from methodkit.core.progress import silent
 from methodkit.tools.pls import batch
 
-CHUNK = 256  # permutation columns per batched fit (bounds memory at K x n x CHUNK)
+CHUNK = 256  # least permutation columns per batched fit
+CHUNK_ELEMENTS = 2**22  # most K x max(n, p) x columns per batched fit (32 MB of float64 per array)
+
+
+def chunk_columns(B: int, K: int, n: int, p: int) -> int:
+    """Columns per batched fit: as many as fit CHUNK_ELEMENTS, at least CHUNK (each kernel launch and
+    GEMM call has a fixed cost: at n = 60, p = 401 a 256-column chunk spent more in launches than in work).
+    Columns are independent, so the chunking changes no result."""
+    return max(CHUNK, min(B, CHUNK_ELEMENTS // max(1, K * max(n, p))))
 
 
 # ---------------------------------------------------------------- splits and learners
@@ -127,7 +135,8 @@ def split_pass(
     if observed:
         out.r2 = np.zeros(J)
     use_k1 = K == 1 and directions.kind == "pls" and not observed
-    chunks = [(s, min(s + CHUNK, B)) for s in range(0, B, CHUNK)]
+    size = chunk_columns(B, K, *X.shape)
+    chunks = [(s, min(s + size, B)) for s in range(0, B, size)]
     total = J * len(chunks)
     progress(phase, 0, total)
     done = 0
