@@ -27,6 +27,15 @@ def resampling(splits_help: str, perms: int, perms_help: str, folds_help: str):
     )
 
 
+Q2_CENTER = click.option(
+    "--q2-center",
+    type=click.Choice(["train", "fold"]),
+    default="train",
+    show_default=True,
+    help="cvq2-perm: PRESS against the SS around the training mean (Wold's Q2) or the fold's own mean (plskit's).",
+)
+
+
 def _side_file(flag: str, dest: str, metavar: str, help: str):
     return click.option(flag, dest, type=OutputPath(), default=None, metavar=metavar, help=help)
 
@@ -57,13 +66,7 @@ test_options = option_group(
     resampling(
         "Random 50/50 splits J (nb, nb-perm).", 1000, "Permutations B (nb-perm, cvq2-perm).", "CV folds F (cvq2-perm)."
     ),
-    click.option(
-        "--q2-center",
-        type=click.Choice(["train", "fold"]),
-        default="train",
-        show_default=True,
-        help="cvq2-perm: PRESS against the SS around the training mean (Wold's Q2) or the fold's own mean (plskit's).",
-    ),
+    Q2_CENTER,
     click.option("--segments", type=int, default=None, help="Jackknife segments g [default: delete-one]."),
     click.option(
         "--jack-center",
@@ -121,6 +124,7 @@ power_options = option_group(
     click.option("--methods", "method_list", default="nb,cvq2-perm", show_default=True, help="Methods, comma list."),
     click.option("-k", "--components", "k", type=int, default=2, show_default=True, help="Components K."),
     resampling("Splits J.", 200, "Permutations B.", "CV folds F."),
+    Q2_CENTER,
     click.option("--alpha", type=LEVEL, default=0.05, show_default=True, help="Test level."),
     click.option("--force-nb", is_flag=True, help="Run NB-asymptotic even when the gate fires."),
     _side_file("--summary", "summary_path", "JSON", "Write n for 80% power per method."),

@@ -115,7 +115,8 @@ def main():
     `task` writes the shared outcome sequences of a design as a long table (one block per
     condition): the default stovol2x2 design of Piray & Daw (2024) crosses true volatility
     variance {4, 49} with stochasticity variance {16, 64}, 50 trials per block, a random-walk
-    latent starting at 60 and outcome = latent + N(0, sto). `agents` runs learners on those
+    latent starting at 60 and outcome = latent + N(0, sto), each sequence redrawn until its
+    outcomes lie in --within (15-85, inside the 10-90 response range, as the real task's). `agents` runs learners on those
     sequences (each participant gets a random block order, as in the real task) and writes
     their predictions (plus response noise, rounded and clipped like the real task) and
     response times, in the canonical long table that `cbf-fit` reads.

@@ -148,7 +148,7 @@ def main() -> None:
     torch.set_default_dtype(torch.float64)
     print("case size ours_s ref_s ratio", flush=True)
     rows = _Rows()
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     n = 20 * args.scale
     people = data.cohort_for_agents(task, n, seed=2)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(3), 4.0)

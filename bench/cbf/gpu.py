@@ -29,7 +29,7 @@ def main() -> int:
 
     print(f"# device: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}; CPU: Numba, all threads")
     print("case size cpu_s gpu_s ratio")
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     bad = 0
 
     def both(model, values, S, R, P, signals=True):

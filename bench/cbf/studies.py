@@ -30,7 +30,7 @@ from scipy import stats
 def lesion(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, fit
 
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     labels = ["healthy"] * args.per_group + ["vol-blind"] * args.per_group + ["sto-blind"] * args.per_group
     people = data.cohort_for_agents(task, len(labels), seed=2)
     params = agents.population_params("pf-beta", labels, np.random.default_rng(3), 4.0)
@@ -99,7 +99,7 @@ def lesion(args) -> dict:
 def rt(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data
 
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
 
     def group(n, b, seed):
         people = data.cohort_for_agents(task, n, seed=seed)
@@ -152,7 +152,7 @@ def rt_fixed(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     n = args.n
     people = data.cohort_for_agents(task, n, seed=2000)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(2001), 4.0)
@@ -183,7 +183,7 @@ def rt_redraw(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     n = args.n
     rows = []
     start = time.perf_counter()
@@ -225,7 +225,7 @@ def rt_stream(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1)
+    task = data.simulate_task(seed=1, within=None)
     n, seed = args.n, 2000
     people = data.cohort_for_agents(task, n, seed=seed)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)

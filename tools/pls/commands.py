@@ -134,7 +134,7 @@ def power(run, p: dict) -> None:
         scenario = power_mod.Scenario(p["geometry"], p["p"], p["active"], p["snr"], design, p["null"])
         options = api.Options(
             splits=p["splits"], perms=p["perms"], folds=p["folds"], seed=run.seed, alpha=p["alpha"],
-            force_nb=p["force_nb"],
+            force_nb=p["force_nb"], q2_center=p["q2_center"],
         )  # fmt: skip
         with run.progress() as progress:
             points = power_mod.curves(
