@@ -47,7 +47,8 @@ def main():
     edit `irt-sim profiles --toml`, or pass `draw --items` an irt-fit items.csv.
 
     The issue's acceptance grid is bench/irt/irt_grid_acceptance.toml (`irt-sim sweep` it
-    with --report for the paper's checks); its results and what they mean: docs/irt.md.
+    with --report for the acceptance checks, whose thresholds are the project's: the paper
+    states none); its results and what they mean: docs/irt.md.
 
     \b
     EXAMPLES

@@ -43,6 +43,12 @@ def test_extreme_items_warn_for_mml(tmp_path):
     _, screen = data_mod.screen(data, "x", model="2pl", method="mml")
     assert screen.all_correct_items >= 1
     assert any("all-correct or all-wrong" in w and "--drop-extreme" in w for w in screen.warnings)
+    Y = data.Y.copy()
+    Y[0, :] = 1  # one all-correct model of 40 (2.5%): MML holds it at its bound, no warning
+    few = data_mod.ResponseData(Y=Y, model_id=data.model_id, item_id=data.item_id)
+    if data_mod.extremes(Y)[2].sum() + data_mod.extremes(Y)[3].sum() == 0:
+        assert not data_mod.screen(few, "x", model="2pl", method="mml")[1].warnings
+    assert data_mod.screen(few, "x", model="2pl", method="vi")[1].warnings
 
 
 def test_finite_float_range():

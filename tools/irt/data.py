@@ -254,6 +254,14 @@ def extremes(Y: np.ndarray):
     return (ones[0] == nobs[0]), (ones[0] == 0), (ones[1] == nobs[1]), (ones[1] == 0)
 
 
+EXTREME_WARN_SHARE = 0.05  # MML/MCMC: warn when more than this share of models or items is all-0/all-1
+
+
+def _extreme_share(report: Screen, N: int, J: int) -> float:
+    models = (report.all_correct_models + report.all_wrong_models) / N
+    return max(models, (report.all_correct_items + report.all_wrong_items) / J)
+
+
 def screen(
     data: ResponseData, name: str, *, model: str, method: str, drop_extreme: bool = False
 ) -> tuple[ResponseData, Screen]:
@@ -291,7 +299,9 @@ def screen(
                 raise DataError(f"{name}: --drop-extreme leaves fewer than {MIN_MODELS} models or {MIN_ITEMS} items")
         report.dropped_models, report.dropped_items = int(N - keep_r.sum()), int(J - keep_c.sum())
         data = data.subset(np.flatnonzero(keep_r), np.flatnonzero(keep_c))
-    elif n_extreme:
+    elif n_extreme and (method in ("vi", "psn") or _extreme_share(report, N, J) > EXTREME_WARN_SHARE):
+        # MML and MCMC hold such rows at their bounds and priors without harm to the others: warn when
+        # they are a sizeable part of the matrix
         drift = (
             "drift without bound" if method in ("vi", "psn") else "are set by the bounds and priors, not by the data"
         )
