@@ -173,9 +173,15 @@ def _topk_table(run: Run, top: list, title: str) -> None:
     metavar="TFLOPS",
     help="Exit 3 if the best plan's TFLOP/s per device is lower.",
 )
+@click.option(
+    "--no-dependency-check",
+    "lax_deps",
+    is_flag=True,
+    help="Diagnostic: let raw templates read symbols they did not declare (stale hits become possible).",
+)
 @common_options("output", "force", "meta", "threads", "device", "quiet", "verbose")
 def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, force_strategy, partition,
-             max_candidates, timings, fail_below, **_):  # fmt: skip
+             max_candidates, timings, fail_below, lax_deps, **_):  # fmt: skip
     """Search the strategy space of MODEL on CLUSTER and emit the best plans as one JSON line."""
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.concord.cache import Cache
@@ -196,7 +202,7 @@ def plan_cmd(model_path, cluster_path, space_path, cache_dir, no_cache, top_k, f
         with run.progress() as cb:
             result = plan(
                 model, cluster, space, cache=cache, mode="cold" if no_cache else "warm", top_k=top_k,
-                forced=forced, partition=partition, progress=cb, device=run.device(),
+                forced=forced, partition=partition, progress=cb, device=run.device(), strict=not lax_deps,
             )  # fmt: skip
     finally:
         if cache is not None:
@@ -235,8 +241,14 @@ def baseline_cmd(model_path, cluster_path, space_path, **_):
 @click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Paired trials, fresh caches.")
 @click.option("--audit", default="all", show_default=True, help="Hits to recompute cold: 'all' or a number.")
 @click.option("--top-k", type=click.IntRange(min=1), default=10, show_default=True, help="Length of the compared list.")
+@click.option(
+    "--no-dependency-check",
+    "lax_deps",
+    is_flag=True,
+    help="Diagnostic: let raw templates read symbols they did not declare (stale hits become possible).",
+)
 @common_options("output", "force", "meta", "threads", "device", "quiet", "verbose")
-def verify_cmd(old_path, new_path, cluster_path, space_path, cluster_new, trials, audit, top_k, **_):
+def verify_cmd(old_path, new_path, cluster_path, space_path, cluster_new, trials, audit, top_k, lax_deps, **_):
     """Warm re-plan of MODEL_NEW (cache filled by MODEL_OLD) against a cold full search; exit 3 on a mismatch."""
     from methodkit.core.errors import CheckFailed, UsageError
     from methodkit.tools.concord import spec
@@ -262,7 +274,7 @@ def verify_cmd(old_path, new_path, cluster_path, space_path, cluster_new, trials
         cluster2 = spec.load_cluster(spec.parse_document(data.data, data.name), data.name)
     with run.progress() as cb:
         report = verify(old, new, cluster, space, trials=trials, audit_limit=limit, top_k=top_k, progress=cb,
-                        new_cluster=cluster2, device=run.device())  # fmt: skip
+                        new_cluster=cluster2, device=run.device(), strict=not lax_deps)  # fmt: skip
     run.emit_result(report.to_dict())
     if not report.ok:
         raise CheckFailed("warm re-plan and cold full search disagree; see the report's trials")
@@ -417,13 +429,14 @@ def fixtures_cmd(folder, **_):
     import pandas as pd
 
     from methodkit.core.outputs import check_output
-    from methodkit.tools.concord.fixtures import export, listing
+    from methodkit.tools.concord.fixtures import check_target, export, listing
 
     run = Run.from_context()
     if folder is None:
         run.emit_table(pd.DataFrame(listing()))
         return
     check_output(folder, folder=True, force=True)  # a file there, or no parent folder: refused now
+    check_target(folder)
     export(folder, force=run.force)
 
 

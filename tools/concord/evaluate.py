@@ -182,7 +182,7 @@ class WarmValues:
         pending: dict[bytes, tuple] = {}
         subs = [s for u in model.units for s in u.sublayers] + [MODEL_SUBLAYER]
         for sub in subs:
-            insts = instances_for(sub.kind)
+            insts = instances_for(sub.kind, strict)
             self.stats.instances += len(insts)
             if sub in self.sub_sigs:
                 self.stats.intra_run += len(insts)

@@ -18,7 +18,7 @@ from methodkit.tools.concord import kernels
 from methodkit.tools.concord.candidates import Candidates, enumerate_candidates
 from methodkit.tools.concord.evaluate import WarmValues, base_env, cold_stats, unit_channels
 from methodkit.tools.concord.spec import Cluster, Model, Space
-from methodkit.tools.concord.templates import SIGMA, forward_flops, instances_for
+from methodkit.tools.concord.templates import SIGMA, dependency_checks, forward_flops, instances_for
 
 GIB = 2.0**30
 BISECTION_STEPS = 100
@@ -207,12 +207,22 @@ def plan(
     explain: bool = True,
     cands: Candidates | None = None,
     device: str = "cpu",
+    strict: bool = True,
 ) -> PlanResult:
     """Plan `model` on `cluster`: warm (signature-keyed, optional persistent cache) or cold (no memo at all).
 
     `device` ('cpu' or 'cuda', as core.backend resolves it) picks where the per-stage sums run:
     the Numba kernel, or its CuPy twin in aggregate_xp. The partition search stays on the CPU.
+    `strict=False` (a diagnostic) lets raw templates read symbols they did not declare.
     """
+    with dependency_checks(strict):
+        return _plan(model, cluster, space, cache=cache, mode=mode, top_k=top_k, forced=forced,
+                     partition=partition, progress=progress, record_hits=record_hits, block=block,
+                     explain=explain, cands=cands, device=device, strict=strict)  # fmt: skip
+
+
+def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progress, record_hits, block, explain,
+          cands, device, strict) -> PlanResult:  # fmt: skip
     import numpy as np
 
     if mode not in ("warm", "cold"):
@@ -222,7 +232,7 @@ def plan(
         cands = enumerate_candidates(model, cluster, space, forced)
     clock["enumerate"] = time.perf_counter()
     if mode == "warm":
-        warm = WarmValues(model, cluster, cands, cache, record_hits=record_hits, explain=explain)
+        warm = WarmValues(model, cluster, cands, cache, record_hits=record_hits, explain=explain, strict=strict)
         stats = warm.stats
     else:
         warm, stats = None, cold_stats(model)

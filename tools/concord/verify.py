@@ -97,20 +97,22 @@ def _sigma_text(sigma: dict) -> str:
 
 
 def run_trial(
-    old, new, cluster_old, cluster_new, space, trial=0, audit_limit=None, top_k=10, cache_dir=None, device="cpu"
-):
+    old, new, cluster_old, cluster_new, space, trial=0, audit_limit=None, top_k=10, cache_dir=None, device="cpu",
+    strict=True,
+):  # fmt: skip
     """Fill a fresh cache by planning `old`, then warm re-plan `new` and compare with a cold full search."""
     with tempfile.TemporaryDirectory(prefix="concord-trial-", dir=cache_dir) as folder:
         cache = Cache(folder)
         try:
             t0 = time.perf_counter()
-            plan(old, cluster_old, space, cache=cache, mode="warm", top_k=top_k, device=device)
+            plan(old, cluster_old, space, cache=cache, mode="warm", top_k=top_k, device=device, strict=strict)
             t1 = time.perf_counter()
-            warm = plan(new, cluster_new, space, cache=cache, mode="warm", top_k=top_k, record_hits=True, device=device)
+            warm = plan(new, cluster_new, space, cache=cache, mode="warm", top_k=top_k, record_hits=True, device=device,
+                        strict=strict)  # fmt: skip
             t2 = time.perf_counter()
         finally:
             cache.close()
-    cold = plan(new, cluster_new, space, mode="cold", top_k=top_k, device=device)
+    cold = plan(new, cluster_new, space, mode="cold", top_k=top_k, device=device, strict=strict)
     t3 = time.perf_counter()
     same = compare(warm, cold)
     audited, stale = audit(warm, audit_limit)
@@ -160,13 +162,15 @@ class VerifyReport:
 
 
 def verify(
-    old, new, cluster, space, *, trials=3, audit_limit=None, top_k=10, progress=silent, new_cluster=None, device="cpu"
-):
+    old, new, cluster, space, *, trials=3, audit_limit=None, top_k=10, progress=silent, new_cluster=None, device="cpu",
+    strict=True,
+):  # fmt: skip
     out = []
     reasons: list = []
     progress("verify", 0, trials)
     for k in range(trials):
-        trial, warm = run_trial(old, new, cluster, new_cluster or cluster, space, k, audit_limit, top_k, device=device)
+        trial, warm = run_trial(old, new, cluster, new_cluster or cluster, space, k, audit_limit, top_k, device=device,
+                                strict=strict)  # fmt: skip
         out.append(trial)
         reasons = warm.reuse["miss_reasons"]
         progress("verify", k + 1, trials)
