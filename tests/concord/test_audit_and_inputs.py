@@ -110,3 +110,23 @@ def test_fixtures_refuse_a_folder_whose_parent_is_missing(run_cli, tmp_path, one
     one_line_error(proc, "concord-plan", "does not exist")
     assert not (tmp_path / "missing").exists()
     assert run_cli(["concord-plan", "fixtures", str(tmp_path / "fx"), "-q"]).returncode == 0
+
+
+@pytest.mark.parametrize("tp_max", [8, 16])
+def test_an_inter_node_bandwidth_edit_keeps_the_collectives_that_stay_in_a_node(small, tp_max, tmp_path):
+    """Item 11: with tp <= devices per node, tp_comm never reads the inter-node link, so it hits."""
+    from methodkit.tools.concord.verify import run_trial
+
+    slower = copy.deepcopy(SMALL_CLUSTER)
+    slower["links"]["inter"]["bandwidth"] = "12.5GB/s"
+    slower["links"]["inter"]["latency"] = "20us"
+    model, cluster, _ = small()
+    _m, cluster2, space = small(cluster=slower, space={**SMALL_SPACE, "tp_max": tp_max})
+    trial, warm = run_trial(model, model, cluster, cluster2, space, cache_dir=tmp_path)
+    assert trial.ok and trial.stale_mismatches == 0 and trial.audited == trial.hits
+    tp = warm.reuse["by_template"]["tp_comm"]
+    if tp_max == 8:
+        assert tp["misses"] == 0 and tp["hits"] > 0
+    else:  # some tp groups span two nodes: the edit reaches tp_comm
+        assert tp["misses"] > 0
+    assert warm.reuse["by_template"]["dp_sync"]["misses"] > 0  # the data-parallel sync does leave the node

@@ -267,6 +267,9 @@ class Template:
     build: Callable[[str], Expr | None] = field(compare=False)
     raw: Callable | None = field(default=None, compare=False)  # raw Python template: fn(env, kind)
     declared: Callable[[str], tuple] | None = field(default=None, compare=False)
+    # the span of its only collectives, from projected strategy rows: where no row spans more than a node,
+    # the inter-node link symbols (INTER_NODE) are never read and leave the signature
+    extent: Callable[[Mapping], object] | None = field(default=None, compare=False)
 
 
 def _compute_seconds(kind: str) -> Expr | None:
@@ -435,8 +438,8 @@ def _eval_sub(expr: Expr, env):
 
 TEMPLATES: tuple[Template, ...] = (
     Template("compute", 1, "time", _compute_seconds),
-    Template("tp_comm", 1, "time", _tp_comm),
-    Template("cp_exposed", 1, "time", _cp_exposed),
+    Template("tp_comm", 1, "time", _tp_comm, extent=lambda rows: rows["sigma.tp"]),
+    Template("cp_exposed", 1, "time", _cp_exposed, extent=lambda rows: rows["sigma.tp"] * rows["sigma.cp"]),
     Template("ep_comm", 1, "time", _ep_comm),
     Template("zero3_comm", 1, "time", _zero3_comm),
     Template("activation", 1, "act", activation),
@@ -448,6 +451,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("dp_sync", 1, "dp", lambda kind: None, raw=_dp_sync_raw, declared=_dp_sync_deps),
     Template("pp_p2p", 1, "p2p", _pp_p2p),
 )
+INTER_NODE = ("hw.ib_bw", "hw.ib_lat")
 CHANNELS = ("time", "act", "transient", "state", "params_dense", "params_expert", "optimizer", "dp", "p2p")
 
 
@@ -486,6 +490,16 @@ class Instance:
     code_hash: str
     _fn: Callable = field(repr=False, default=None)
     strict: bool = True
+
+    def signature_deps(self, rows: Mapping, g: float) -> tuple:
+        """D_L for one projection: without the inter-node link symbols when every row stays in a node."""
+        import numpy as np
+
+        if self.template.extent is None or not rows or not set(INTER_NODE) <= set(self.layer_deps):
+            return self.layer_deps
+        if float(np.max(self.template.extent(rows))) > g:
+            return self.layer_deps
+        return tuple(k for k in self.layer_deps if k not in INTER_NODE)
 
     def evaluate(self, env: Mapping, size: int):
         import numpy as np
@@ -580,4 +594,4 @@ def executed_source_hash(*fns) -> str:
     return h.hexdigest()
 
 
-__all__ = ["TEMPLATES", "CHANNELS", "dependency_checks", "executed_source_hash", "instance", "instances_for", "UndeclaredDependency"]
+__all__ = ["TEMPLATES", "CHANNELS", "INTER_NODE", "dependency_checks", "executed_source_hash", "instance", "instances_for", "UndeclaredDependency"]
