@@ -72,7 +72,10 @@ def test_verify_flag_exits_3_on_stale_hits_and_strict_is_one_line_exit_1(tmp_pat
     (tmp_path / "c2.yaml").write_text(yaml.safe_dump(slower))
     (tmp_path / "s.yaml").write_text(yaml.safe_dump(SMALL_SPACE))
     args = ["verify", "m.yaml", "m.yaml", "c.yaml", "--cluster-new", "c2.yaml", "--space", "s.yaml", "--trials", "1"]
-    script = PATCH + "import sys\nfrom methodkit.cli.concord_plan import main\nsys.argv = ['concord-plan'] + sys.argv[1:]\nmain()\n"
+    script = (
+        PATCH
+        + "import sys\nfrom methodkit.cli.concord_plan import main\nsys.argv = ['concord-plan'] + sys.argv[1:]\nmain()\n"
+    )
 
     def run(*extra):
         return subprocess.run([sys.executable, "-c", script, *args, *extra], capture_output=True, cwd=tmp_path)

@@ -37,7 +37,9 @@ def decode(text: str) -> float:
     return float.fromhex(text) if "x" in text else float(text)
 
 
-def signature(inst: Instance, env: dict, canon: Canonical | None = None, keys: tuple | None = None) -> tuple[bytes, dict]:
+def signature(
+    inst: Instance, env: dict, canon: Canonical | None = None, keys: tuple | None = None
+) -> tuple[bytes, dict]:
     """sig_L = BLAKE2b-128(template ‖ version ‖ code hash ‖ canonical D_L values); also the D_L values.
 
     `canon` (from `canonical_env`) lets the ~13 templates of one sublayer share the float.hex

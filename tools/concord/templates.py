@@ -594,4 +594,13 @@ def executed_source_hash(*fns) -> str:
     return h.hexdigest()
 
 
-__all__ = ["TEMPLATES", "CHANNELS", "INTER_NODE", "dependency_checks", "executed_source_hash", "instance", "instances_for", "UndeclaredDependency"]
+__all__ = [
+    "TEMPLATES",
+    "CHANNELS",
+    "INTER_NODE",
+    "dependency_checks",
+    "executed_source_hash",
+    "instance",
+    "instances_for",
+    "UndeclaredDependency",
+]
