@@ -133,3 +133,16 @@ def test_an_inter_node_bandwidth_edit_keeps_the_collectives_that_stay_in_a_node(
     else:  # some tp groups span two nodes: the edit reaches tp_comm
         assert tp["misses"] > 0
     assert warm.reuse["by_template"]["dp_sync"]["misses"] > 0  # the data-parallel sync does leave the node
+
+
+def test_verify_reports_three_columns_cold_warm_without_and_with_the_cache(small):
+    """Item 7: the cache's own speedup (warm without cache / warm with it) is reported beside the total."""
+    model, cluster, space = small()
+    edited = copy.deepcopy(SMALL_MODEL)
+    edited["seq"] = 4096
+    _m2, _c, _s = small(model=edited)
+    report = verify(model, _m2, cluster, space, trials=1).to_dict()
+    trial = report["trials"][0]
+    assert trial["cold_s"] > 0 and trial["warm_s"] > 0 and trial["warm_nocache_s"] > 0
+    assert trial["cache_speedup"] == pytest.approx(trial["warm_nocache_s"] / trial["warm_s"])
+    assert report["median_cache_speedup"] == pytest.approx(trial["cache_speedup"])
