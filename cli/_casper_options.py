@@ -32,6 +32,14 @@ task_option = click.option(
 )
 
 compile_options = option_group(
+    click.option(
+        "--example",
+        type=click.Choice(
+            ("one_hot", "exactly_k", "at_most_k", "all_different", "linear", "flow_path", "digit_sum", "fixed")
+        ),
+        default=None,
+        help="Print a worked spec of this template (JSON) instead of compiling; INPUT is not read.",
+    ),  # fmt: skip
     click.option("--no-check", is_flag=True, help="Skip the LP/MILP feasibility checks."),
     click.option("--allow-dense", is_flag=True, help="Allow the dense rank check above 20k variables."),
 )
@@ -41,13 +49,14 @@ project_options = option_group(
         "--program", "program_path", default=None, metavar="PATH", help="Program NPZ from 'compile' (required)."
     ),
     click.option(
-        "--input",
-        "input_kind",
-        type=click.Choice(("scores", "logits")),
-        default="scores",
-        show_default=True,
-        help="scores: softmax per one-hot group / sigmoid per boolean, then project; logits: project as given.",
+        "--scores",
+        "score_kind",
+        type=click.Choice(("probabilities", "logits")),
+        default=None,
+        help="What INPUT holds. probabilities [default]: raw scores turned into probabilities (softmax per one-hot "
+        "group, sigmoid per boolean) before projecting; logits: projected as given.",
     ),
+    click.option("--input", "input_kind", type=click.Choice(("scores", "logits")), default=None, hidden=True),
     click.option(
         "--nan", type=click.Choice(("error", "zero")), default="error", show_default=True, help="NaN/Inf scores."
     ),

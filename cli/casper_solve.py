@@ -18,14 +18,11 @@ def main():
     indicators. `project` maps scores to the soft output mu = argmin_{y in P} ||y - theta||^2
     (certified by its KKT residual, differentiable) and to a hard 0/1 output from an exact
     decoder (argmax, Dijkstra, Viterbi, Hungarian or MILP), re-checked with integer arithmetic
-    before anything is written. `gen`, `train`, `eval` run the tasks (Warcraft-like shortest
-    paths, visual Sudoku, MNIST-style addition) with the layer or a baseline; `bench` times the
-    projection and the decoders against references.
+    before anything is written. `gen`, `train`, `eval` run the tasks (Warcraft-like paths, visual
+    Sudoku, MNIST-style addition); `bench` times the projection and decoders against references.
 
-    Our reading of the paper's "closed-form projection in a single forward pass": the projection
-    is closed form (sparsemax) only for programs of one-hot rows; otherwise it is an iterative
-    semismooth Newton on the dual, with an interior-point safeguard. Details, readings and all
-    measured figures: docs/casper.md.
+    Our reading of "closed-form projection in a single forward pass": closed form (sparsemax) only
+    for one-hot programs, else an iterative semismooth Newton (docs/casper.md: details, figures).
 
     \b
     EXAMPLES
@@ -50,16 +47,25 @@ def main():
 @input_argument()
 @opt.compile_options
 @common_options("output", "force", "meta", "quiet", "verbose")
-def compile_(input, no_check, allow_dense, output, **_):
+def compile_(input, example, no_check, allow_dense, output, **_):
     """Compile a JSON constraint spec (INPUT) to a program NPZ; print its summary as JSON.
+
+    A spec is {"variables": [{"name", "domain": K or "bool"}], "constraints": [{"type", ...}]} with the
+    templates one_hot, exactly_k, at_most_k, all_different, linear, flow_path, digit_sum and fixed;
+    --example TEMPLATE prints a worked one, and docs/casper.md gives every field.
 
     \b
     EXAMPLES
+      casper-solve compile --example flow_path > spec.json
       casper-solve compile spec.json -o program.npz
     """
     from methodkit.tools.casper.compiler import compile_spec
 
     run = Run.from_context()
+    if example is not None:  # the worked spec on stdout, INPUT unread
+        from methodkit.tools.casper.examples import example as worked
+
+        return opt.print_json(worked(example))
     program = compile_spec(run.read_json(input), check_feasible=not no_check, allow_dense=allow_dense)
     opt.refuse_terminal_binary(output)
     opt.write_bytes(output, program.to_bytes(), run.force)
@@ -71,7 +77,7 @@ def compile_(input, no_check, allow_dense, output, **_):
 @input_argument()
 @opt.project_options
 @common_options("device", "force", "meta", "quiet", "verbose")
-def project(input, program_path, input_kind, nan, time_limit, strict, output, in_format, **_):
+def project(input, program_path, score_kind, input_kind, nan, time_limit, strict, output, in_format, **_):
     """Project scores (INPUT: NPY/NPZ (batch, n_vars) or Parquet, a column per variable).
 
     Writes soft (float32), hard (uint8), status and valid (uint8, 1 where hard is certified) to the
@@ -83,11 +89,11 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
     \b
     EXAMPLES
       casper-solve project scores.npy --program program.npz -o out.npz
-      casper-solve project scores.parquet --program program.npz --input logits -o out.npz | jq .ms
+      casper-solve project scores.parquet --program program.npz --scores logits -o out.npz | jq .ms
     """
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed, UsageError
-    from methodkit.tools.casper.commands import projection_arrays, read_scores, solve_device, strict_failure
+    from methodkit.tools.casper import commands as cmd
     from methodkit.tools.casper.program import Program
     from methodkit.tools.casper.solve import run as solve
 
@@ -95,21 +101,22 @@ def project(input, program_path, input_kind, nan, time_limit, strict, output, in
     io.require_input(input)  # a missing file is named first, the flags checked before it is read
     if program_path is None:
         raise UsageError("missing option '--program' (the NPZ written by 'casper-solve compile')")
+    input_kind = cmd.score_input(score_kind, input_kind)
     run.refuse_existing_output(output)
     data = run.input_bytes(input)
     program = Program.from_arrays(io.read_arrays(run.input_bytes(program_path)), program_path)
-    scores = read_scores(data, input, program, nan, run.params.get("in_format"))
-    device = solve_device(run.device(), run.params.get("device"), program)
+    scores = cmd.read_scores(data, input, program, nan, run.params.get("in_format"))
+    device = cmd.solve_device(run.device(), run.params.get("device"), program)
     with run.progress() as callback:
         result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, device=device,
                        progress=callback, warn=lambda message: warn("casper-solve", message))  # fmt: skip
     if output is not None:
         opt.refuse_terminal_binary(output)
-        io.write_arrays(output, projection_arrays(result), force=run.force)
+        io.write_arrays(output, cmd.projection_arrays(result), force=run.force)
     for row in result.rows:
         opt.print_json(row)
     run.write_meta()
-    if strict and (message := strict_failure(result.status)):
+    if strict and (message := cmd.strict_failure(result.status)):
         raise CheckFailed(message)
 
 
@@ -147,10 +154,8 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
           seed, **_):  # fmt: skip
     """Train the task's predictor on a dataset (INPUT) with the layer or a baseline.
 
-    Prints one JSON line per epoch. Writes the weights as safetensors and a JSON sidecar (PATH with
-    .json) holding the config, the data fingerprint and, for Warcraft casper, the decode temperature
-    calibrated per map side. Baselines: unconstrained, sl-sample, sl-exact, pyepo-dbb, pyepo-pfyl,
-    pyepo-imle, pyepo-fw, pishield (deepproblog is evaluation only); see docs/casper.md.
+    Prints one JSON line per epoch. Writes safetensors weights and a JSON sidecar (PATH with .json:
+    config, data fingerprint, Warcraft decode temperatures per map side). Methods: docs/casper.md.
 
     \b
     EXAMPLES

@@ -159,3 +159,12 @@ def calibration_sets(inputs) -> tuple:
             raise UsageError(f"--calibrate-on {path}: holds a {task} dataset, not warcraft")
         out.append(found)
     return tuple(out)
+
+
+def score_input(score_kind: str | None, legacy: str | None) -> str:
+    """solve.run's input_kind from --scores probabilities|logits (or the older, hidden --input scores|logits)."""
+    if score_kind is not None and legacy is not None:
+        raise UsageError("--scores and --input say the same thing; pass --scores only")
+    if legacy is not None:
+        return legacy
+    return "logits" if score_kind == "logits" else "scores"
