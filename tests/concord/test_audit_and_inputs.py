@@ -146,3 +146,32 @@ def test_verify_reports_three_columns_cold_warm_without_and_with_the_cache(small
     assert trial["cold_s"] > 0 and trial["warm_s"] > 0 and trial["warm_nocache_s"] > 0
     assert trial["cache_speedup"] == pytest.approx(trial["warm_nocache_s"] / trial["warm_s"])
     assert report["median_cache_speedup"] == pytest.approx(trial["cache_speedup"])
+
+
+def test_plan_and_explain_split_stage_memory_into_state_and_activations(small, run_cli, tmp_path):
+    """Item 10: per stage, weights+optimizer state and activations (with the microbatches in flight) add up
+    to the stage memory; 1F1B keeps min(pp - j, microbatches) in flight on stage j (vpp = 1)."""
+    import csv
+    import io
+
+    from methodkit.tools.concord.candidates import parse_forced
+    from methodkit.tools.concord.search import plan
+
+    model, cluster, space = small()
+    result = plan(model, cluster, space, forced=parse_forced("tp=2,pp=4,mbs=1", cluster), top_k=1)
+    best = result.best
+    pp = best["sigma"]["pp"]
+    assert pp == 4 and best["sigma"]["vpp"] == 1
+    micro = best["microbatches"]
+    assert best["stage_inflight_microbatches"] == [float(min(pp - j, micro)) for j in range(pp)]
+    transient = best["stage_memory_bytes"][0] - best["stage_state_bytes"][0] - best["stage_activation_bytes"][0]
+    assert transient >= 0
+    for j in range(pp):
+        total = best["stage_state_bytes"][j] + best["stage_activation_bytes"][j] + transient
+        assert total == pytest.approx(best["stage_memory_bytes"][j], rel=1e-12)
+    (tmp_path / "plan.json").write_text(json.dumps(result.to_dict()))
+    rows = list(
+        csv.DictReader(io.StringIO(run_cli(["concord-plan", "explain", tmp_path / "plan.json"]).stdout.decode()))
+    )
+    assert {"stage_state_gib", "stage_activation_gib", "stage_inflight_mb"} <= set(rows[0])
+    assert float(rows[0]["stage_inflight_mb"]) == min(pp, micro)

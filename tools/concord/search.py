@@ -331,10 +331,27 @@ def _describe(model, cluster, cands, order, warm, partition, step, headroom, flo
                 "stage_memory_bytes": [float(x) for x in st_m[rank, :pp] + ch["transient"][rank].max()],
                 "stage_dp_sync_s": [float(x) for x in st_d[rank, :pp]],
                 "stage_optimizer_s": [float(x) for x in st_o[rank, :pp]],
+                **_stage_memory_split(ch, rank, b, pp, vpp, micro),
                 "p2p_s": float(p2p[rank]),
             }
         )
     return out
+
+
+def _stage_memory_split(ch, rank: int, bounds: list, pp: int, vpp: int, micro: int) -> dict:
+    """Per stage: weights + gradients + optimizer state, activations of the microbatches in flight, and the
+    most microbatches in flight on any of its chunks (1F1B; Megatron's memory report splits it this way).
+    stage_memory_bytes = state + activation + the transient, to rounding."""
+    inflight = getattr(kernels.inflight, "py_func", kernels.inflight)
+    state, act, most = [0.0] * pp, [0.0] * pp, [0.0] * pp
+    for c in range(pp * vpp):
+        j = c % pp
+        n = inflight(c, pp, vpp, micro)
+        units = range(bounds[c], bounds[c + 1])
+        state[j] += float(sum(ch["state"][rank, u] for u in units))
+        act[j] += float(n * sum(ch["act"][rank, u] for u in units))
+        most[j] = max(most[j], float(n))
+    return {"stage_state_bytes": state, "stage_activation_bytes": act, "stage_inflight_microbatches": most}
 
 
 def _near_miss(cands, scored, cluster, n) -> str:
