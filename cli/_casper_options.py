@@ -63,6 +63,13 @@ project_options = option_group(
     click.option(
         "--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="MILP seconds per row."
     ),
+    click.option(
+        "--decode-weights",
+        type=click.Choice(("linear", "log")),
+        default="linear",
+        show_default=True,
+        help="Cost of an indicator in the exact decode: 1 - mu, or -log mu (most probable valid output).",
+    ),
     click.option("--strict", is_flag=True, help="Exit 3 when any row ends timeout or proj_error."),
     click.option(
         "-o", "--output", type=OutputPath(), default=None, metavar="PATH", help="Write soft/hard/status NPZ here."

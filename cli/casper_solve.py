@@ -77,7 +77,8 @@ def compile_(input, example, no_check, allow_dense, output, **_):
 @input_argument()
 @opt.project_options
 @common_options("device", "force", "meta", "quiet", "verbose")
-def project(input, program_path, score_kind, input_kind, nan, time_limit, strict, output, in_format, **_):
+def project(input, program_path, score_kind, input_kind, nan, time_limit, decode_weights, strict, output, in_format,
+            **_):  # fmt: skip
     """Project scores (INPUT: NPY/NPZ (batch, n_vars) or Parquet, a column per variable).
 
     Writes soft (float32), hard (uint8), status and valid (uint8, 1 where hard is certified) to the
@@ -109,7 +110,8 @@ def project(input, program_path, score_kind, input_kind, nan, time_limit, strict
     device = cmd.solve_device(run.device(), run.params.get("device"), program)
     with run.progress() as callback:
         result = solve(program, scores, input_kind=input_kind, time_limit=time_limit, device=device,
-                       progress=callback, warn=lambda message: warn("casper-solve", message))  # fmt: skip
+                       progress=callback, warn=lambda message: warn("casper-solve", message),
+                       decode_weights=decode_weights)  # fmt: skip
     if output is not None:
         opt.refuse_terminal_binary(output)
         io.write_arrays(output, cmd.projection_arrays(result), force=run.force)
@@ -200,7 +202,7 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
     """Evaluate a trained predictor on the dataset's test split (INPUT).
 
     Prints one JSON line per instance, then a summary line (validity, exact match, cost ratio or
-    accuracy, ms per instance). A pishield or deepproblog timeout is a row with status "timeout".
+    accuracy, ms per instance); a pishield or deepproblog timeout is a row with status "timeout".
 
     \b
     EXAMPLES
@@ -236,8 +238,7 @@ def eval_(input, task, method, model_path, limit, scale, time_limit, output, **_
 def bench(quick, batch, baselines, time_limit, output, seed, **_):
     """Time the projection and the decoders against references; CSV to -o, JSON summary on stdout.
 
-    Times are CPU seconds of the process. With --baselines: time the exact baselines instead (sl-exact's
-    SDD compilation per grid side, DeepProbLog per number of digits), each under --time-limit.
+    Times are CPU seconds of the process; --baselines times the exact baselines instead.
 
     \b
     EXAMPLES

@@ -15,14 +15,11 @@ PROG = "concord-plan"
 def main():
     """Plan hybrid-parallel training strategies; re-plan warm after a model edit (CONCORD).
 
-    Per-layer closed-form primitives (compute, communication, memory) are written in a small
-    symbolic language, so each knows exactly which model, hardware and strategy symbols it reads.
-    Evaluations are cached under a BLAKE2b signature of those symbols; after a model edit a warm
-    re-plan reuses only what the edit did not touch, over the same candidate set and feasibility
-    predicate as a cache-disabled full search (`verify` checks that). Step times are cost-model
-    predictions: nothing here runs on a GPU. `reference` checks them against published throughput
-    (Narayanan et al. 2021, Table 1). With --device cuda the per-stage sums run on CuPy.
-    Our readings of the paper and all measured figures: docs/concord.md.
+    Per-layer closed-form primitives (compute, communication, memory) in a small symbolic language
+    know exactly which symbols they read; evaluations are cached under a signature of those symbols,
+    so a warm re-plan after a model edit reuses what the edit did not touch, over the same candidates
+    as a cache-disabled full search (`verify` checks that). Step times are cost-model predictions;
+    `reference` checks them against published throughput. Readings and figures: docs/concord.md.
 
     \b
     EXAMPLES
@@ -152,9 +149,7 @@ def sweep_cmd(fixtures_dir, edits_path, trials, only, audit, **_):
 def reference_cmd(table_path, tolerance, mbs_list, vpp_list, partition, strict, **_):
     """Predicted vs published per-GPU TFLOP/s (Narayanan et al. 2021, Table 1 by default), one row each.
 
-    Each row fixes the published tp, pp and GPU count with full recompute and no ZeRO, searches the
-    microbatch size and interleaved stages the table leaves open, and reports the cost model's best
-    prediction in the paper's metric (Eq. 3 FLOPs) with the ratio to the published figure.
+    Each row keeps the published tp, pp and GPU count and searches microbatch size and interleaving.
     TABLE.yaml has the layout 'concord-plan fixtures DIR' writes to DIR/reference/narayanan2021-table1.yaml.
     """
     import pandas as pd
