@@ -132,3 +132,39 @@ def eval_scale(scale: float | None, task: str, arrays: dict, model_path: str) ->
         return scale
     paths = arrays.get("test_paths")
     return sidecar_scale(model_path, paths.shape[1]) if task == "warcraft" and paths is not None else 1.0
+
+
+def solve_device(resolved: str, asked: str | None, program) -> str:
+    """The device `project` runs on: --device auto falls back to the CPU when the program is too large for
+    the batched CuPy path."""
+    if resolved == "cuda" and asked == "auto":
+        from methodkit.tools.casper.batched import MAX_ROWS
+
+        return "cuda" if program.m <= MAX_ROWS else "cpu"
+    return resolved
+
+
+def strict_failure(status) -> str | None:
+    """The --strict message when some row did not end ok, else None."""
+    bad = sum(s != "ok" for s in status)
+    return f"--strict: {bad} of {len(status)} rows ended timeout or proj_error" if bad else None
+
+
+def calibration_sets(inputs) -> tuple:
+    """The arrays of each --calibrate-on input (path, bytes), refusing a dataset that is not Warcraft."""
+    out = []
+    for path, data in inputs:
+        found, task = dataset_of(data, None)
+        if task != "warcraft":
+            raise UsageError(f"--calibrate-on {path}: holds a {task} dataset, not warcraft")
+        out.append(found)
+    return tuple(out)
+
+
+def score_input(score_kind: str | None, legacy: str | None) -> str:
+    """solve.run's input_kind from --scores probabilities|logits (or the older, hidden --input scores|logits)."""
+    if score_kind is not None and legacy is not None:
+        raise UsageError("--scores and --input say the same thing; pass --scores only")
+    if legacy is not None:
+        return legacy
+    return "logits" if score_kind == "logits" else "scores"

@@ -19,6 +19,8 @@ import numpy as np
 from methodkit.tools.casper.program import Program
 
 EPS = 1e-9
+WEIGHTINGS = ("linear", "log")  # decode weights of the argmin decoders (the MILP keeps 1/2 - mu)
+LOG_FLOOR = 1e-12
 
 
 @dataclass
@@ -31,9 +33,12 @@ class Decoded:
 class Decoder:
     """Exact argmin of a linear objective over the program's valid set C."""
 
-    def __init__(self, program: Program, *, time_limit: float = 60.0):
+    def __init__(self, program: Program, *, time_limit: float = 60.0, weighting: str = "linear"):
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, not {weighting!r}")
         self.program = program
         self.time_limit = time_limit
+        self.weighting = weighting
         self.n = program.n_user
         self.fixed_zero = program.upper[: self.n] == 0
         self.fixed_one = program.lower[: self.n] == 1
@@ -51,6 +56,11 @@ class Decoder:
             self.loose = np.flatnonzero(~covered)
 
     def weights(self, mu: np.ndarray) -> np.ndarray:
+        """Per-indicator cost of choosing it: 1 - mu (linear: a certain choice weighs at most 1 more than a
+        coin flip), or -log mu (log: the decode maximises the product of the chosen mu, so a near-certain
+        choice outweighs many noisy ones; mu floored at LOG_FLOOR)."""
+        if self.weighting == "log":
+            return np.where(self.fixed_zero, np.inf, -np.log(np.clip(mu, LOG_FLOOR, 1.0)) + self.tie)
         w = 1.0 - np.clip(mu, 0.0, 1.0) + self.tie
         return np.where(self.fixed_zero, np.inf, w)
 

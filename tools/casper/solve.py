@@ -107,6 +107,7 @@ def run(
     device: str = "cpu",
     progress=silent,
     warn=lambda message: None,
+    decode_weights: str = "linear",
 ) -> ProjectResult:
     """Project each row of `scores` (batch, n_user) onto P and decode a certified point of C.
 
@@ -117,7 +118,7 @@ def run(
     """
     theta = to_theta(program, scores, input_kind)
     projector = Projector(program)
-    decoder = Decoder(program, time_limit=time_limit)
+    decoder = Decoder(program, time_limit=time_limit, weighting=decode_weights)
     batch = theta.shape[0]
     batched = None
     if device == "cuda":

@@ -37,15 +37,18 @@ def decode(text: str) -> float:
     return float.fromhex(text) if "x" in text else float(text)
 
 
-def signature(inst: Instance, env: dict, canon: Canonical | None = None) -> tuple[bytes, dict]:
+def signature(
+    inst: Instance, env: dict, canon: Canonical | None = None, keys: tuple | None = None
+) -> tuple[bytes, dict]:
     """sig_L = BLAKE2b-128(template ‖ version ‖ code hash ‖ canonical D_L values); also the D_L values.
 
     `canon` (from `canonical_env`) lets the ~13 templates of one sublayer share the float.hex
-    encoding of its symbols; the bytes hashed are the same either way.
+    encoding of its symbols; the bytes hashed are the same either way. `keys` narrows D_L
+    (Instance.signature_deps: a collective that never leaves a node does not read inter-node links).
     """
+    keys = inst.layer_deps if keys is None else keys
     if canon is None:
-        canon = canonical_env({k: env[k] for k in inst.layer_deps})
-    keys = inst.layer_deps
+        canon = canonical_env({k: env[k] for k in keys})
     body = b"".join([canon.pieces[k] for k in keys])
     return hashlib.blake2b(_prefix(inst) + body, digest_size=16).digest(), {k: canon.text[k] for k in keys}
 
@@ -182,7 +185,7 @@ class WarmValues:
         pending: dict[bytes, tuple] = {}
         subs = [s for u in model.units for s in u.sublayers] + [MODEL_SUBLAYER]
         for sub in subs:
-            insts = instances_for(sub.kind)
+            insts = instances_for(sub.kind, strict)
             self.stats.instances += len(insts)
             if sub in self.sub_sigs:
                 self.stats.intra_run += len(insts)
@@ -191,14 +194,15 @@ class WarmValues:
             canon = canonical_env(env)
             entries = []
             for inst in insts:
-                sig, values = signature(inst, env, canon)
+                if inst.sigma_deps not in projections:
+                    projections[inst.sigma_deps] = project(cands, inst.sigma_deps)
+                proj = projections[inst.sigma_deps]
+                sig, values = signature(inst, env, canon, inst.signature_deps(proj.rows, env["hw.g"]))
                 entries.append((inst, sig))
                 if sig in pending:
                     self.stats.intra_run += 1
                     continue
-                if inst.sigma_deps not in projections:
-                    projections[inst.sigma_deps] = project(cands, inst.sigma_deps)
-                pending[sig] = (inst, env, values, projections[inst.sigma_deps])
+                pending[sig] = (inst, env, values, proj)
             self.sub_sigs[sub] = entries
         self.stats.unique = len(pending)
         self.projections = projections

@@ -9,6 +9,9 @@ def layer_rows(plan: dict) -> list[dict]:
     best = plan["best"]
     stage_time = best.get("stage_time_s", [])
     stage_mem = best.get("stage_memory_bytes", [])
+    stage_state = best.get("stage_state_bytes", [])
+    stage_act = best.get("stage_activation_bytes", [])
+    stage_inflight = best.get("stage_inflight_microbatches", [])
     rows = []
     for i, layer in enumerate(plan["layers"]):
         if not isinstance(layer, dict) or "stage" not in layer:
@@ -31,6 +34,9 @@ def layer_rows(plan: dict) -> list[dict]:
                 "params": layer.get("params_dense", 0.0) + layer.get("params_expert", 0.0),
                 "stage_time_mb_s": stage_time[j] if j < len(stage_time) else None,
                 "stage_memory_gib": stage_mem[j] / 2**30 if j < len(stage_mem) else None,
+                "stage_state_gib": stage_state[j] / 2**30 if j < len(stage_state) else None,
+                "stage_activation_gib": stage_act[j] / 2**30 if j < len(stage_act) else None,
+                "stage_inflight_mb": stage_inflight[j] if j < len(stage_inflight) else None,
             }
         )
     return rows

@@ -180,6 +180,18 @@ def listing() -> list[dict]:
     return rows
 
 
+def check_target(folder: str) -> None:
+    """Refuse a target folder whose parent does not exist (it would be created silently, like mkdir -p)."""
+    import os
+    from pathlib import Path
+
+    from methodkit.core.errors import UsageError
+
+    parent = Path(os.path.abspath(folder)).parent
+    if not parent.is_dir():
+        raise UsageError(f"{folder}: folder {parent} does not exist; create it first (mkdir -p {parent})")
+
+
 def export(folder: str, *, force: bool = False) -> None:
     """Write models/, clusters/, spaces/, fixtures.yaml, edits.yaml, the edited models of the demo and
     reference/narayanan2021-table1.yaml (published throughput, for `concord-plan reference`)."""

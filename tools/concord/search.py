@@ -18,7 +18,7 @@ from methodkit.tools.concord import kernels
 from methodkit.tools.concord.candidates import Candidates, enumerate_candidates
 from methodkit.tools.concord.evaluate import WarmValues, base_env, cold_stats, unit_channels
 from methodkit.tools.concord.spec import Cluster, Model, Space
-from methodkit.tools.concord.templates import SIGMA, forward_flops, instances_for
+from methodkit.tools.concord.templates import SIGMA, dependency_checks, forward_flops, instances_for
 
 GIB = 2.0**30
 BISECTION_STEPS = 100
@@ -207,12 +207,22 @@ def plan(
     explain: bool = True,
     cands: Candidates | None = None,
     device: str = "cpu",
+    strict: bool = True,
 ) -> PlanResult:
     """Plan `model` on `cluster`: warm (signature-keyed, optional persistent cache) or cold (no memo at all).
 
     `device` ('cpu' or 'cuda', as core.backend resolves it) picks where the per-stage sums run:
     the Numba kernel, or its CuPy twin in aggregate_xp. The partition search stays on the CPU.
+    `strict=False` (a diagnostic) lets raw templates read symbols they did not declare.
     """
+    with dependency_checks(strict):
+        return _plan(model, cluster, space, cache=cache, mode=mode, top_k=top_k, forced=forced,
+                     partition=partition, progress=progress, record_hits=record_hits, block=block,
+                     explain=explain, cands=cands, device=device, strict=strict)  # fmt: skip
+
+
+def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progress, record_hits, block, explain,
+          cands, device, strict) -> PlanResult:  # fmt: skip
     import numpy as np
 
     if mode not in ("warm", "cold"):
@@ -222,7 +232,7 @@ def plan(
         cands = enumerate_candidates(model, cluster, space, forced)
     clock["enumerate"] = time.perf_counter()
     if mode == "warm":
-        warm = WarmValues(model, cluster, cands, cache, record_hits=record_hits, explain=explain)
+        warm = WarmValues(model, cluster, cands, cache, record_hits=record_hits, explain=explain, strict=strict)
         stats = warm.stats
     else:
         warm, stats = None, cold_stats(model)
@@ -321,10 +331,27 @@ def _describe(model, cluster, cands, order, warm, partition, step, headroom, flo
                 "stage_memory_bytes": [float(x) for x in st_m[rank, :pp] + ch["transient"][rank].max()],
                 "stage_dp_sync_s": [float(x) for x in st_d[rank, :pp]],
                 "stage_optimizer_s": [float(x) for x in st_o[rank, :pp]],
+                **_stage_memory_split(ch, rank, b, pp, vpp, micro),
                 "p2p_s": float(p2p[rank]),
             }
         )
     return out
+
+
+def _stage_memory_split(ch, rank: int, bounds: list, pp: int, vpp: int, micro: int) -> dict:
+    """Per stage: weights + gradients + optimizer state, activations of the microbatches in flight, and the
+    most microbatches in flight on any of its chunks (1F1B; Megatron's memory report splits it this way).
+    stage_memory_bytes = state + activation + the transient, to rounding."""
+    inflight = getattr(kernels.inflight, "py_func", kernels.inflight)
+    state, act, most = [0.0] * pp, [0.0] * pp, [0.0] * pp
+    for c in range(pp * vpp):
+        j = c % pp
+        n = inflight(c, pp, vpp, micro)
+        units = range(bounds[c], bounds[c + 1])
+        state[j] += float(sum(ch["state"][rank, u] for u in units))
+        act[j] += float(n * sum(ch["act"][rank, u] for u in units))
+        most[j] = max(most[j], float(n))
+    return {"stage_state_bytes": state, "stage_activation_bytes": act, "stage_inflight_microbatches": most}
 
 
 def _near_miss(cands, scored, cluster, n) -> str:

@@ -15,16 +15,19 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
 
+from methodkit.core.errors import RunFailure
 from methodkit.tools.concord.dsl import Const, Expr, maximum, sym, where
 
 KINDS = ("embedding", "attention", "mlp_dense", "mlp_moe", "lm_head", "model")
 SIGMA = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "mbs", "zero", "rc")
 
 
-class UndeclaredDependency(RuntimeError):
+class UndeclaredDependency(RunFailure, RuntimeError):
     """A raw template read a symbol it did not declare (strict mode)."""
 
 
@@ -264,6 +267,9 @@ class Template:
     build: Callable[[str], Expr | None] = field(compare=False)
     raw: Callable | None = field(default=None, compare=False)  # raw Python template: fn(env, kind)
     declared: Callable[[str], tuple] | None = field(default=None, compare=False)
+    # the span of its only collectives, from projected strategy rows: where no row spans more than a node,
+    # the inter-node link symbols (INTER_NODE) are never read and leave the signature
+    extent: Callable[[Mapping], object] | None = field(default=None, compare=False)
 
 
 def _compute_seconds(kind: str) -> Expr | None:
@@ -432,8 +438,8 @@ def _eval_sub(expr: Expr, env):
 
 TEMPLATES: tuple[Template, ...] = (
     Template("compute", 1, "time", _compute_seconds),
-    Template("tp_comm", 1, "time", _tp_comm),
-    Template("cp_exposed", 1, "time", _cp_exposed),
+    Template("tp_comm", 1, "time", _tp_comm, extent=lambda rows: rows["sigma.tp"]),
+    Template("cp_exposed", 1, "time", _cp_exposed, extent=lambda rows: rows["sigma.tp"] * rows["sigma.cp"]),
     Template("ep_comm", 1, "time", _ep_comm),
     Template("zero3_comm", 1, "time", _zero3_comm),
     Template("activation", 1, "act", activation),
@@ -445,6 +451,7 @@ TEMPLATES: tuple[Template, ...] = (
     Template("dp_sync", 1, "dp", lambda kind: None, raw=_dp_sync_raw, declared=_dp_sync_deps),
     Template("pp_p2p", 1, "p2p", _pp_p2p),
 )
+INTER_NODE = ("hw.ib_bw", "hw.ib_lat")
 CHANNELS = ("time", "act", "transient", "state", "params_dense", "params_expert", "optimizer", "dp", "p2p")
 
 
@@ -484,6 +491,16 @@ class Instance:
     _fn: Callable = field(repr=False, default=None)
     strict: bool = True
 
+    def signature_deps(self, rows: Mapping, g: float) -> tuple:
+        """D_L for one projection: without the inter-node link symbols when every row stays in a node."""
+        import numpy as np
+
+        if self.template.extent is None or not rows or not set(INTER_NODE) <= set(self.layer_deps):
+            return self.layer_deps
+        if float(np.max(self.template.extent(rows))) > g:
+            return self.layer_deps
+        return tuple(k for k in self.layer_deps if k not in INTER_NODE)
+
     def evaluate(self, env: Mapping, size: int):
         import numpy as np
 
@@ -503,8 +520,7 @@ def instance(template_id: str, kind: str, strict: bool = True) -> Instance | Non
         deps = template.declared(kind)
         if not deps:
             return None
-        source = inspect.getsource(template.raw) + inspect.getsource(template.declared)
-        code_hash = hashlib.blake2b(source.encode(), digest_size=16).hexdigest()
+        code_hash = executed_source_hash(template.raw, template.declared)
         fn = None
     else:
         expr = template.build(kind)
@@ -517,8 +533,74 @@ def instance(template_id: str, kind: str, strict: bool = True) -> Instance | Non
     return Instance(template, kind, layer, sigma, code_hash, fn, strict)
 
 
-def instances_for(kind: str) -> list[Instance]:
-    return [i for t in TEMPLATES if (i := instance(t.id, kind)) is not None]
+_STRICT: ContextVar[bool] = ContextVar("concord_strict_dependencies", default=True)
 
 
-__all__ = ["TEMPLATES", "CHANNELS", "instance", "instances_for", "UndeclaredDependency"]
+@contextmanager
+def dependency_checks(strict: bool):
+    """Within the block, instances_for() hands out strict (default) or lax raw templates."""
+    token = _STRICT.set(bool(strict))
+    try:
+        yield
+    finally:
+        _STRICT.reset(token)
+
+
+def instances_for(kind: str, strict: bool | None = None) -> list[Instance]:
+    """The templates that apply to a layer kind. strict=False (default: the dependency_checks block, else
+    True) lets raw templates read undeclared symbols: a diagnostic, since stale cache hits then become
+    possible and the verify audit is what catches them."""
+    strict = _STRICT.get() if strict is None else strict
+    return [i for t in TEMPLATES if (i := instance(t.id, kind, strict)) is not None]
+
+
+def _executed_functions(fns) -> list:
+    """`fns` and every function of the methodkit package they reach by a global name, transitively."""
+    import types
+
+    seen: dict = {}
+    todo = list(fns)
+    while todo:
+        fn = todo.pop()
+        fn = inspect.unwrap(fn)
+        if not isinstance(fn, types.FunctionType) or fn in seen:
+            continue
+        if not (fn.__module__ or "").startswith("methodkit."):
+            continue
+        seen[fn] = None
+        codes = [fn.__code__]
+        while codes:
+            code = codes.pop()
+            codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+            for name in code.co_names:
+                target = fn.__globals__.get(name)
+                if isinstance(target, types.FunctionType):
+                    todo.append(target)
+                elif isinstance(target, type) and (target.__module__ or "").startswith("methodkit."):
+                    todo.extend(v for v in vars(target).values() if isinstance(v, types.FunctionType))
+    return sorted(seen, key=lambda f: (f.__module__, f.__qualname__))
+
+
+def executed_source_hash(*fns) -> str:
+    """BLAKE2b of the source of what a raw template executes: the template, its declared-deps function and
+    every methodkit helper they reach, so editing a helper without a version bump invalidates cached rows."""
+    h = hashlib.blake2b(digest_size=16)
+    for fn in _executed_functions(fns):
+        h.update(f"{fn.__module__}.{fn.__qualname__}\n".encode())
+        try:
+            h.update(inspect.getsource(fn).encode())
+        except OSError:  # generated (dataclass __repr__ ...): its bytecode stands for its source
+            h.update(fn.__code__.co_code)
+    return h.hexdigest()
+
+
+__all__ = [
+    "TEMPLATES",
+    "CHANNELS",
+    "INTER_NODE",
+    "dependency_checks",
+    "executed_source_hash",
+    "instance",
+    "instances_for",
+    "UndeclaredDependency",
+]
