@@ -70,6 +70,8 @@ poison_options = option_group(
     TARGET,
     BUDGET,
     CLASSES,
+    click.option("--random", "random_control", is_flag=True,
+                 help="Random-relabel control: the same count of random non-target images (no --rules)."),  # fmt: skip
     click.option("--labels-out", type=OutputPath(), metavar="PATH", default=None,
                  help="Also write the whole poisoned label vector (NPY)."),  # fmt: skip
     click.option("--manifest", type=OutputPath(), metavar="PATH", default=None,

@@ -122,19 +122,24 @@ def discover_cmd(input, dataset, split, limit, op, window, block, components, di
 @opts.dataset_options
 @opts.rule_options("Rules JSONL from discover (required).")
 @opts.poison_options
-def poison_cmd(input, dataset, split, limit, rules_path, rule_index, target, budget, classes, labels_out, manifest,
-               **_):  # fmt: skip
-    """Relabel rule members to the target (label-only); writes index,old_label,new_label rows."""
+def poison_cmd(input, dataset, split, limit, rules_path, rule_index, target, budget, classes, random_control,
+               labels_out, manifest, **_):  # fmt: skip
+    """Relabel rule members to the target (label-only); writes index,old_label,new_label rows.
+
+    --random relabels the same count of random non-target images instead (seeded by --seed): the
+    labels of the control model that `eval --control` subtracts.
+    """
     from methodkit.core import io
     from methodkit.tools.dar.commands import classes_of
-    from methodkit.tools.dar.poison import poison, resolve_budget
+    from methodkit.tools.dar.poison import poison, random_relabel, resolve_budget
 
     run = Run.from_context()
     run.refuse_existing_output()
     _require_images(input, dataset)
-    rule = _rule(run, rules_path, rule_index)
+    rule = None if random_control else _rule(run, rules_path, rule_index)
     x, y, _ = _images(run, input, dataset, split, limit)
-    result = poison(x, y, rule, target, resolve_budget(budget, len(x)), classes_of(y, classes))
+    n, k = resolve_budget(budget, len(x)), classes_of(y, classes)
+    result = random_relabel(x, y, target, n, k, run.seed) if random_control else poison(x, y, rule, target, n, k)
     for message in result.warnings:
         warn(run.tool, message)
     if labels_out:

@@ -79,6 +79,13 @@ def test_pipeline_poison_train_eval(run_cli, shell, work, rules, one_line_error)
     assert 0 < metrics["trigger_changed_fraction_median"] <= 1 and metrics["trigger_l2_mean"] > 0
     assert metrics["trigger_psnr_db"] > 0  # the visibility of the trigger the ASR was bought with
     assert metrics["asr"] < 1.01
+    # the control's labels: the same count of random non-target images, no rule needed
+    control_rows, control_labels = work / "r.csv", work / "yr.npy"
+    proc = run_cli(["dar-backdoor", "poison", work / "train.npz", "--random", "--budget", "15",
+                    "--labels-out", control_labels, "-o", control_rows])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(control_rows.read_text().splitlines()) == 16 and control_rows.read_text() != out.read_text()
+    assert (np.load(control_labels) != np.load(labels)).any()
     # a control model (here the model itself) is scored with the same trigger and subtracted
     same = json.loads(run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules,
                                "--control", model]).stdout)  # fmt: skip
