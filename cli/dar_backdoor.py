@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import click
-
 from methodkit.cli import _dar_options as opts
 from methodkit.cli._common import DemoStep, Run, input_argument, tool_group, warn
 

@@ -161,8 +161,8 @@ def test_run_with_defenses_and_kd_data(run_cli, tmp_path):
 
 
 def test_run_appends_each_measured_row_to_a_partial_file(tmp_path):
-    from methodkit.tools.dar.commands import PartialRows as _PartialRows
     from methodkit.core import io
+    from methodkit.tools.dar.commands import PartialRows as _PartialRows
 
     rows = _PartialRows(str(tmp_path / "out.csv.partial.jsonl"))
     rows({"method": "dar", "stage": "teacher", "asr": 0.5})
