@@ -258,3 +258,19 @@ def test_run_defaults_are_the_configuration_that_implants():
     assert params["op"] == "whitened" and params["kappa"] == 0.0  # docs/dar.md, recipe and measured numbers
     assert (params["limit"], params["epochs"], params["width"], params["batch_size"], params["budget"]) == (
         20000, 6, 32, 128, 0.01)  # fmt: skip
+
+
+def test_run_rows_carry_the_trigger_visibility_and_dar_minus_random(run_cli, tmp_path):
+    import pandas as pd
+
+    out = tmp_path / "rows.csv"
+    proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "--test-limit", "100", "--op",
+                    "spatial", "--rank", "entropy", "--methods", "dar,random", "--budget", "10", "--epochs", "0.5",
+                    "--width", "2", "--batch-size", "32", "--support", "0.005", "0.1", "--device", "cpu", "-q",
+                    "-o", out])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out)
+    dar, random = table[table.method == "dar"].reset_index(), table[table.method == "random"].reset_index()
+    assert list(dar.stage) == list(random.stage) == ["teacher", "student"]
+    assert (dar.asr_minus_random == dar.asr - random.asr).all() and random.asr_minus_random.isna().all()
+    assert (table.trigger_psnr_db > 0).all() and table.trigger_changed_fraction_median.between(0, 1).all()
