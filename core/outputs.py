@@ -270,3 +270,7 @@ def _sigterm_raises():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+# public name for code outside core that runs its own long block (the private name stays for old callers)
+sigterm_raises = _sigterm_raises

@@ -9,6 +9,9 @@ ziggurat stream) vs a per-image Python loop that draws Z ((1, k) for shared, (L,
 from a NumPy Generator seeded by SeedSequence(seed, i) and does unfold -> Z N^T -> scale -> fold
 (the issue's reference). Both sides allocate their output inside the timing.
 patch_cov: 60,000 images, 4x4 patches stride 2: Numba vs sliding_window_view + matmul.
+png_fit_to_range: the projection `encode --png` runs before rounding (200 alternating projections
+between [0, 1] and x + span N), 10,000 Fashion-MNIST-like images at 10 dB: the patch-layout blocked
+iteration vs the image-layout einsum iteration (fit_to_range_reference, the previous implementation).
 Prints `case size ours_s ref_s ratio` in CPU seconds (process time) with ONE thread on each side
 (Numba, torch and BLAS), best of several repeats, and the max deviation from the NumPy reference.
 """
@@ -23,7 +26,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from methodkit.tools.nte import kernels
-from methodkit.tools.nte.encode import draw_noise
+from methodkit.tools.nte.encode import draw_noise, encode, fit_to_range, fit_to_range_reference
 from methodkit.tools.nte.key import extract_key
 from methodkit.tools.nte.stem import Stem, unfold
 
@@ -84,6 +87,18 @@ def run():
     for layout, rows in (("shared", 1), ("patch", 49)):
         encode_layout(layout, rows, x, key, bases, types)
     patch_cov_case(rng)
+    png_case(key)
+
+
+def png_case(key, n=10_000):
+    from methodkit.core.images import load_images
+
+    x = (load_images("fashion-mnist", "test")[0][:n, None] / 255.0).astype(np.float32)  # dark backgrounds: clipping
+    cipher = encode(x, key, 10.0, seed=0).x
+    ours, fitted = best(lambda: fit_to_range(x, cipher, key), repeat=1)
+    ref, expected = best(lambda: fit_to_range_reference(x, cipher, key), repeat=1)
+    print(f"png_fit_to_range_vs_einsum_iteration  {n}  {ours:.4f}  {ref:.4f}  {ref / ours:.2f}")
+    print(f"# max |ours - reference| = {np.abs(fitted - expected).max():.2e}")
 
 
 def encode_layout(layout, rows, x, key, bases, types):

@@ -79,6 +79,17 @@ def test_pipeline_poison_train_eval(run_cli, shell, work, rules, one_line_error)
     assert 0 < metrics["trigger_changed_fraction_median"] <= 1 and metrics["trigger_l2_mean"] > 0
     assert metrics["trigger_psnr_db"] > 0  # the visibility of the trigger the ASR was bought with
     assert metrics["asr"] < 1.01
+    # the control's labels: the same count of random non-target images, no rule needed
+    control_rows, control_labels = work / "r.csv", work / "yr.npy"
+    proc = run_cli(["dar-backdoor", "poison", work / "train.npz", "--random", "--budget", "15",
+                    "--labels-out", control_labels, "-o", control_rows])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(control_rows.read_text().splitlines()) == 16 and control_rows.read_text() != out.read_text()
+    assert (np.load(control_labels) != np.load(labels)).any()
+    # a control model (here the model itself) is scored with the same trigger and subtracted
+    same = json.loads(run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules,
+                               "--control", model]).stdout)  # fmt: skip
+    assert same["control_asr"] == same["asr"] and same["asr_minus_control"] == 0.0
     bad = run_cli(["dar-backdoor", "eval", work / "test.npz", "--model", model, "--rules", rules, "--target", "12"])
     one_line_error(bad, "dar-backdoor", "--target 12 is not a class")
     quiet = shell(f"dar-backdoor poison {work / 'train.npz'} --rules {rules} | head -1")
@@ -109,10 +120,14 @@ def test_bad_inputs(run_cli, work, one_line_error):
     one_line_error(proc, "dar-backdoor", "--defenses: unknown foo")
     proc = run_cli(["dar-backdoor", "run", "--alpha", "0.9,1.5", "-o", out])
     one_line_error(proc, "dar-backdoor", "--alpha must be numbers in [0, 1]")
-    proc = run_cli(["dar-backdoor", "run", "--operator", "band-carrier", "-o", out])  # default --op spatial
+    proc = run_cli(["dar-backdoor", "run", "--op", "spatial", "--operator", "band-carrier", "-o", out])
     one_line_error(proc, "dar-backdoor", "--operator band-carrier needs --op whitened")
     proc = run_cli(["dar-backdoor", "run", "--limit", "59000", "--kd-data", "2000", "-o", out])
-    one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")
+    one_line_error(proc, "dar-backdoor", "exceeds the 60000 train images")  # the defaults: no warning
+    proc = run_cli(["dar-backdoor", "run", "--op", "spatial", "--limit", "59000", "--kd-data", "2000", "-o", out])
+    warning, error = proc.stderr.decode().splitlines()  # said at once, before the data are read
+    assert "warning: --op spatial did not implant" in warning and "--op whitened --kappa 0" in warning
+    assert "exceeds the 60000 train images" in error
     assert not out.exists()
     import torch
 
@@ -146,8 +161,8 @@ def test_run_with_defenses_and_kd_data(run_cli, tmp_path):
 
 
 def test_run_appends_each_measured_row_to_a_partial_file(tmp_path):
-    from methodkit.cli.dar_backdoor import _PartialRows
     from methodkit.core import io
+    from methodkit.tools.dar.commands import PartialRows as _PartialRows
 
     rows = _PartialRows(str(tmp_path / "out.csv.partial.jsonl"))
     rows({"method": "dar", "stage": "teacher", "asr": 0.5})
@@ -234,3 +249,28 @@ def test_rules_are_checked_before_the_images_are_read(tmp_path, run_cli, one_lin
         proc = run_cli(["dar-backdoor", verb, "missing.npz", "--rules", "none.jsonl", "-o", out], cwd=tmp_path)
         assert one_line_error(proc, "dar-backdoor") == "dar-backdoor: error: missing.npz: no such file"
         assert not (tmp_path / out).exists()
+
+
+def test_run_defaults_are_the_configuration_that_implants():
+    from methodkit.cli.dar_backdoor import main
+
+    params = {p.name: p.default for p in main.commands["run"].params}
+    assert params["op"] == "whitened" and params["kappa"] == 0.0  # docs/dar.md, recipe and measured numbers
+    assert (params["limit"], params["epochs"], params["width"], params["batch_size"], params["budget"]) == (
+        20000, 6, 32, 128, 0.01)  # fmt: skip
+
+
+def test_run_rows_carry_the_trigger_visibility_and_dar_minus_random(run_cli, tmp_path):
+    import pandas as pd
+
+    out = tmp_path / "rows.csv"
+    proc = run_cli(["dar-backdoor", "run", "--dataset", "synthetic", "--limit", "300", "--test-limit", "100", "--op",
+                    "spatial", "--rank", "entropy", "--methods", "dar,random", "--budget", "10", "--epochs", "0.5",
+                    "--width", "2", "--batch-size", "32", "--support", "0.005", "0.1", "--device", "cpu", "-q",
+                    "-o", out])  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = pd.read_csv(out)
+    dar, random = table[table.method == "dar"].reset_index(), table[table.method == "random"].reset_index()
+    assert list(dar.stage) == list(random.stage) == ["teacher", "student"]
+    assert (dar.asr_minus_random == dar.asr - random.asr).all() and random.asr_minus_random.isna().all()
+    assert (table.trigger_psnr_db > 0).all() and table.trigger_changed_fraction_median.between(0, 1).all()

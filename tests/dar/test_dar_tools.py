@@ -303,3 +303,51 @@ def test_trigger_visibility_known_answer():
     assert v["trigger_l2_mean"] == pytest.approx((3 * 1.0 + np.sqrt(2)) / 4)
     assert v["trigger_psnr_db"] == pytest.approx(10 * np.log10(784 * 4 / 5))
     assert trigger_visibility(clean, clean)["trigger_psnr_db"] is None
+
+
+class _ConstantModel:
+    """A stand-in victim that predicts one class for every image (what evaluate reads: config, predict)."""
+
+    def __init__(self, label: int):
+        self.config = {"classes": 10, "side": 28}
+        self.label = label
+
+    def predict(self, x):
+        return np.full(len(x), self.label, dtype=np.int64)
+
+
+def test_eval_subtracts_the_random_relabel_control():
+    from methodkit.tools.dar.evaluate import evaluate
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (40, 28, 28), dtype=np.uint8)
+    y = np.arange(40) % 10
+    always_target, never_target = _ConstantModel(0), _ConstantModel(3)
+    result = evaluate(always_target, x, y, "badnets", 0, control=never_target)
+    assert result["asr"] == 1.0 and result["control_asr"] == 0.0 and result["asr_minus_control"] == 1.0
+    result = evaluate(never_target, x, y, "badnets", 0, control=always_target)
+    assert result["asr_minus_control"] == -1.0
+    assert "control_asr" not in evaluate(always_target, x, y, "badnets", 0)
+
+
+def test_run_rows_carry_dar_minus_the_random_relabel_row():
+    from methodkit.tools.dar.pipeline import subtract_random_control
+
+    rows = [{"method": m, "stage": s, "seed": 0, "alpha": a, "asr": asr}
+            for m, s, a, asr in [("dar", "teacher", None, 0.8), ("dar", "student", 0.9, 0.75),
+                                 ("random", "teacher", None, 0.2), ("random", "student", 0.9, 0.25),
+                                 ("badnets", "teacher", None, 0.9)]]  # fmt: skip
+    subtract_random_control(rows)
+    assert rows[0]["asr_minus_random"] == pytest.approx(0.6) and rows[1]["asr_minus_random"] == pytest.approx(0.5)
+    assert all("asr_minus_random" not in r for r in rows[2:])
+
+
+def test_run_warns_at_once_about_operators_that_did_not_implant():
+    from methodkit.tools.dar.commands import no_implant_warning
+
+    message = no_implant_warning("spatial", 0.5, ("clean", "dar"), "coordinate")
+    assert "did not implant" in message and "1.9%" in message and "--op whitened --kappa 0" in message
+    assert "1.6%" in no_implant_warning("frequency", 0.5, ("dar",), "coordinate")
+    assert no_implant_warning("whitened", 0.0, ("dar",), "coordinate") is None  # the recipe
+    assert "--kappa 0.5" in no_implant_warning("whitened", 0.5, ("dar",), "coordinate")
+    assert no_implant_warning("spatial", 0.5, ("badnets",), "coordinate") is None  # no DAR row to warn about

@@ -27,7 +27,7 @@ def zoo(tmp_path_factory):
         check=True, capture_output=True,
     )  # fmt: skip
     subprocess.run(
-        [exe, "zoo", "--arch", "cnn5s2c12", "--seeds", "0", "--train-size", "3000", "--test-size", "500",
+        [exe, "zoo", "--arch", "cnn5s2c12", "--seeds", "0", "--train-size", "1500", "--test-size", "500",
          "--epochs", "2", "-o", folder / "zoo", "-q", "--force"],
         check=True, capture_output=True,
     )  # fmt: skip
@@ -175,6 +175,7 @@ def test_png_ciphertexts_round_trip_and_keep_the_authorized_model(zoo, run_cli, 
         assert not (zoo / "png5").exists()
 
 
+@pytest.mark.slow  # trains a denoiser and retrains a model through the CLI (the kernels: tests/nte/test_nte_core.py)
 def test_jacobian_key_and_learned_attacks(zoo, run_cli):
     proc = run_cli(["nte-encode", "key", "zoo/pcnn-p4c8-s0.safetensors", "--mode", "jacobian", "--layer", "relu",
                     "--data", "clean.npz", "--limit", "64", "-o", "kj.npz", "--force"], cwd=zoo)  # fmt: skip
@@ -230,6 +231,9 @@ def test_attack_checks_everything_before_work(zoo, rc10, run_cli, one_line_error
     proc = run_cli(["nte-encode", "attack", "rc10.npz", *args, "-o", "never.npz"], cwd=zoo)
     assert one_line_error(proc, "nte-encode") == ERR + message
     assert not (zoo / "never.npz").exists()
+
+
+def test_attack_refuses_a_missing_output_before_work(zoo, rc10, run_cli, one_line_error):
     # the report used to be refused only after the reconstruction had run
     proc = run_cli(["nte-encode", "attack", "rc10.npz", "--method", "blur:1"], cwd=zoo)
     assert one_line_error(proc, "nte-encode") == ERR + "this verb writes a binary NPZ: pass -o FILE.npz"

@@ -422,3 +422,16 @@ def test_cupy_twin_equals_the_cpu_kernel():
     ours, _ = kernels.encode_nonoverlap_seeded(x, key.basis[None], types, 1, 0, 10.0, 4, 0, False)
     twin, _ = xp_encode.encode_nonoverlap(cupy, x, key.basis[None], types, 1, 0, 10.0, 4, 0)
     np.testing.assert_allclose(cupy.asnumpy(twin), ours, atol=2e-6)
+
+
+@pytest.mark.parametrize("padding", [0, 2])
+def test_fit_to_range_in_patch_blocks_equals_the_image_layout_iteration(padding):
+    from methodkit.tools.nte.encode import fit_to_range, fit_to_range_reference
+
+    key = extract_key(_stem(c_out=6, k=4, s=4, p=padding))
+    x = _images(7)
+    cipher = encode(x, key, 10.0, seed=2).x
+    assert ((cipher < 0) | (cipher > 1)).any()  # something to fit
+    fitted = fit_to_range(x, cipher, key, iterations=30, block=3)  # blocks of 3: a partial last block
+    np.testing.assert_allclose(fitted, fit_to_range_reference(x, cipher, key, iterations=30), atol=1e-6, rtol=0)
+    assert fitted.min() >= 0 and fitted.max() <= 1

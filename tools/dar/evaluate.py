@@ -37,7 +37,9 @@ def trigger_visibility(clean_u8: np.ndarray, triggered_u8: np.ndarray) -> dict:
 
 
 def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule, target: int, kappa: float = 0.5,
-             blend: float = 1.0) -> dict:  # fmt: skip
+             blend: float = 1.0, control=None) -> dict:  # fmt: skip
+    """The metrics of `model` on clean and triggered test images; with `control` (a model trained on
+    randomly relabelled images) also its ASR under the same trigger and asr_minus_control."""
     classes = model.config["classes"]
     if x_u8.shape[1] != model.config["side"]:
         raise DataError(f"model expects {model.config['side']}x{model.config['side']} images, got {x_u8.shape[1:]}")
@@ -59,6 +61,11 @@ def evaluate(model, x_u8: np.ndarray, y: np.ndarray, rule, target: int, kappa: f
         "per_class_asr": {int(c): float(hit[y[others] == c].mean()) for c in np.unique(y[others])},
         **trigger_visibility(x_u8[others], triggered_x),
     }
+    if control is not None:
+        if control.config["classes"] != classes or control.config["side"] != model.config["side"]:
+            raise DataError("the control model's classes or image side differ from the model's")
+        result["control_asr"] = float((control.predict(triggered_x) == target).mean())
+        result["asr_minus_control"] = result["asr"] - result["control_asr"]
     spec = getattr(rule, "rule", rule)  # the rule behind an operator object
     if isinstance(spec, Rule):
         natural = satisfies(x_u8, spec)

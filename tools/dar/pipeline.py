@@ -104,7 +104,9 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
                        "relabelled": 0 if p is None else len(p.indices),
                        "c_acc": metrics["c_acc"], "asr": metrics["asr"], "r_acc": metrics["r_acc"],
                        "natural_trigger_rate": metrics.get("natural_trigger_rate"),
-                       "trigger_validity": metrics.get("trigger_validity")}  # fmt: skip
+                       "trigger_validity": metrics.get("trigger_validity"),
+                       "trigger_psnr_db": metrics["trigger_psnr_db"],
+                       "trigger_changed_fraction_median": metrics["trigger_changed_fraction_median"]}  # fmt: skip
                 if stage == "teacher" and extra.get("ss_recall") is not None:
                     row["ss_recall"] = extra["ss_recall"]
                 if stage == "fine-pruning":
@@ -112,7 +114,18 @@ def run(x, y, x_test, y_test, classes: int, cfg: RunConfig, progress: ProgressCa
                 result.rows.append(row)
                 if on_row is not None:
                     on_row(row)
+    subtract_random_control(result.rows)
     return result
+
+
+def subtract_random_control(rows: list) -> None:
+    """dar rows gain asr_minus_random: their ASR minus the random-relabel row's of the same stage, seed
+    and alpha (the same operator on a model whose relabels carry no pattern); absent without that row."""
+    random = {(r["stage"], r["seed"], r["alpha"]): r["asr"] for r in rows if r["method"] == "random"}
+    for row in rows:
+        key = (row["stage"], row["seed"], row["alpha"])
+        if row["method"] == "dar" and key in random:
+            row["asr_minus_random"] = row["asr"] - random[key]
 
 
 def summary(rows: list) -> dict:

@@ -1,0 +1,157 @@
+"""What dar-backdoor's verbs do between reading their flags and writing their outputs.
+
+The command module (cli/dar_backdoor.py) parses flags and orders the checks; reading the images and
+rules, checking `run`'s comma lists, building its configuration, the partial-rows file and the clean-up
+after training are here. `read` is a callable turning a path into its bytes (the command's
+Run.input_bytes, which records the digests for --meta).
+"""
+
+from __future__ import annotations
+
+import os
+
+from methodkit.core.errors import DataError, UsageError
+
+# docs/dar.md, "Recipe and measured numbers": the operators that did not implant at the acceptance size
+NO_IMPLANT = {
+    "spatial": "teacher / clean-KD student ASR 1.9% / 1.9% at 20k images, 1% relabelled, seed 0",
+    "frequency": "teacher / clean-KD student ASR 1.6% / 1.8% at 20k images, 1% relabelled, seed 0",
+}
+RECIPE = "--op whitened --kappa 0"
+
+
+def images(read, path: str, dataset: str | None, split: str, limit: int | None, seed: int, labels: str | None = None):
+    """(x uint8 (N, H, W), y int64, name) from an NPZ INPUT or a built-in set; `labels` (a path) replaces y."""
+    import numpy as np
+
+    from methodkit.core import io
+    from methodkit.tools.dar import data
+
+    if dataset:
+        x, y = data.load(dataset, split, limit, seed)
+        name = dataset
+    else:
+        source = read(path)
+        x, y = data.from_arrays(io.read_arrays(source), source.name)
+        x, y = (x[:limit], y[:limit]) if limit else (x, y)
+        name = source.name
+    if labels:
+        arrays = io.read_arrays(read(labels))
+        new = np.asarray(next(iter(arrays.values())) if "y" not in arrays else arrays["y"])
+        if new.shape != y.shape or not np.issubdtype(new.dtype, np.integer):
+            raise DataError(f"{labels}: labels must be {len(y)} integers, got {new.dtype} {new.shape}")
+        y = new.astype(np.int64)
+    return x, y, name
+
+
+def read_rule(read, path: str | None, index: int):
+    """Rule number `index` (0-based) of a rules JSONL from discover."""
+    from methodkit.core import io
+    from methodkit.tools.dar.rules import Rule
+
+    if not path:
+        raise UsageError("--rules PATH is required (rules JSONL from discover)")
+    records = io.read_jsonl(read(path))
+    if not records:
+        raise DataError(f"{path}: no rule in the file")
+    if not 0 <= index < len(records):
+        raise DataError(f"{path}: --rule-index {index} out of range (the file has {len(records)} rules)")
+    return Rule.from_dict(records[index], f"{path}: line {index + 1}")
+
+
+def classes_of(y, classes: int | None) -> int:
+    return classes or int(y.max()) + 1
+
+
+def parse_run_lists(alpha: str, methods: str, defenses: str) -> tuple:
+    """(alphas, methods, defenses) of run's comma lists, each value checked."""
+    from methodkit.tools.dar.choices import DEFENSES, METHODS
+
+    try:
+        alphas = tuple(float(a) for a in alpha.split(",") if a.strip())
+    except ValueError:
+        raise UsageError(f"--alpha must be numbers in [0, 1] separated by commas, got {alpha!r}") from None
+    if not alphas or not all(0 <= a <= 1 for a in alphas):
+        raise UsageError(f"--alpha must be numbers in [0, 1] separated by commas, got {alpha!r}")
+    chosen = tuple(m for m in methods.split(",") if m)
+    if set(chosen) - set(METHODS):
+        raise UsageError(f"--methods: unknown {', '.join(sorted(set(chosen) - set(METHODS)))} "
+                         f"(known: {', '.join(METHODS)})")  # fmt: skip
+    chosen_defenses = tuple(d for d in defenses.split(",") if d)
+    if set(chosen_defenses) - set(DEFENSES):
+        raise UsageError(f"--defenses: unknown {', '.join(sorted(set(chosen_defenses) - set(DEFENSES)))} "
+                         f"(known: {', '.join(DEFENSES)})")  # fmt: skip
+    return alphas, chosen, chosen_defenses
+
+
+def no_implant_warning(op: str, kappa: float, methods: tuple, operator: str) -> str | None:
+    """The warning `run` prints at once when its DAR operator is one that did not implant in docs/dar.md."""
+    if "dar" not in methods or operator != "coordinate":
+        return None
+    if op in NO_IMPLANT:
+        return (f"--op {op} did not implant in docs/dar.md's measurements ({NO_IMPLANT[op]}); "
+                f"the configuration that did: {RECIPE}")  # fmt: skip
+    if op == "whitened" and kappa > 0:
+        return f"--op whitened implants at --kappa 0 (the cell centre) in docs/dar.md; --kappa {kappa} is weaker"
+    return None
+
+
+def run_data(dataset: str, limit: int, kd_data: int, test_limit: int | None) -> tuple:
+    """(x, y, kd or None, x_test, y_test, classes) of run: the first --limit train images, --kd-data more."""
+    from methodkit.tools.dar import data
+
+    x, y = data.load(dataset, "train", limit + kd_data)
+    if len(x) < limit + kd_data:
+        raise UsageError(f"--limit {limit} + --kd-data {kd_data} exceeds the {len(x)} train images of {dataset}")
+    kd = (x[limit:], y[limit:]) if kd_data else None
+    x, y = x[:limit], y[:limit]
+    xt, yt = data.load(dataset, "test", test_limit)
+    return x, y, kd, xt, yt, int(max(y.max(), yt.max())) + 1
+
+
+def run_config(*, op, rank, support, method, margin, window, scale, components, target, width, epochs, batch_size,
+               augment, device, alphas, budget, n, seeds, methods, defenses, kappa, operator):  # fmt: skip
+    """The RunConfig of run's flags: a cnn-s teacher and a cnn-xs student of the same width and epochs."""
+    from methodkit.tools.dar.discover import DiscoverConfig
+    from methodkit.tools.dar.pipeline import RunConfig
+    from methodkit.tools.dar.poison import resolve_budget
+    from methodkit.tools.dar.victim import VictimConfig
+
+    cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank, s_lo=support[0], s_hi=support[1], method=method,
+                                   margin=margin, window=window, scale=scale, components=components),
+                    VictimConfig(width=width, epochs=epochs, batch_size=batch_size, augment=augment, device=device),
+                    VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alphas[0], batch_size=batch_size,
+                                 augment=augment, device=device),
+                    budget=resolve_budget(budget, n), seeds=seeds, methods=methods, defenses=defenses, alphas=alphas,
+                    kappa=kappa, operator=operator)  # fmt: skip
+    cfg.teacher.check()
+    return cfg
+
+
+class PartialRows:
+    """OUTPUT.partial.jsonl: each row appended (and flushed) as soon as it is measured, so a stopped
+    `run` keeps what it measured; removed once OUTPUT is written."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with open(path, "w"):
+            pass
+
+    def __call__(self, row: dict) -> None:
+        from methodkit.core import io
+
+        with open(self.path, "a") as handle:
+            handle.write(io.dumps_json(row) + "\n")
+
+    def remove(self) -> None:
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
+def remove_stale_partial(partial: str) -> None:
+    """A finished training supersedes an interrupted one: its .partial weights and sidecar go."""
+    from methodkit.core.checkpoint import sidecar_path
+
+    for stale in (partial, str(sidecar_path(partial))):
+        if os.path.exists(stale):
+            os.remove(stale)
