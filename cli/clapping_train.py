@@ -212,7 +212,7 @@ model_options = option_group(
     help="Checkpoint every stage every N steps (0: only at the end) under DIR/ckpt.",
 )
 @click.option("--resume", is_flag=True, help="Continue from the newest complete stage checkpoint set in -o DIR.")
-@click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (sender sleeps).")
+@click.option("--bandwidth-mbps", type=float, help="gloo: emulate links of this bandwidth (the receiver waits for each message).")
 @click.option("--latency-ms", type=float, default=0.0, show_default=True, help="gloo: emulated latency per message.")
 @common_options("output", "seed", "device", "force", "meta", "quiet", "verbose", output_kind="folder")
 def run_cmd(
