@@ -184,7 +184,13 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
         )  # fmt: skip
         dist.barrier()
         dist.destroy_process_group()
-        queue.put(("ok", rank, {"losses": worker.losses, "comm": worker.comm, "buffers": worker.buffer_bytes(), "loop_s": loop_s}))
+        queue.put(
+            (
+                "ok",
+                rank,
+                {"losses": worker.losses, "comm": worker.comm, "buffers": worker.buffer_bytes(), "loop_s": loop_s},
+            )
+        )
     except BaseException as exc:  # report, then let the parent stop the others
         queue.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         raise SystemExit(1) from None
