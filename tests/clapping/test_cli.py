@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def _run(run_cli, *args, cwd, input=None):
     return run_cli(["clapping-train", *args], cwd=cwd, input=input)
@@ -110,5 +112,10 @@ def test_gloo_backend_reports_progress_from_rank_0(run_cli, tmp_path):
     lines = proc.stderr.decode().splitlines()
     assert lines[0] == "train: started (12 steps)", lines
     assert lines[-1].startswith("train: done in "), lines  # reached only when rank 0 reported step 12
+
+
+@pytest.mark.slow
+def test_gloo_backend_is_quiet_with_q(run_cli, tmp_path):
+    args = ["run", "--stages", "2", "--width", "16", "--steps", "12", "--ckpt-every", "0", "--backend", "gloo"]
     quiet = _run(run_cli, *args, "-q", "-o", "q", cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == b"", quiet.stderr

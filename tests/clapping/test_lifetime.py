@@ -49,7 +49,7 @@ def _poll(condition, bound_s: float) -> bool:
     return condition()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, pytest.param(signal.SIGKILL, marks=pytest.mark.slow)])
 def test_no_rank_outlives_its_parent(tmp_path, signum):
     args = ["run", "--task", "digits", "--stages", "2", "--width", "16", "--steps", "100000", "--ckpt-every", "20",
             "--backend", "gloo", "-q", "-o", "r"]  # fmt: skip

@@ -29,7 +29,7 @@ def _cfg(**kw):
 
 def _same(a, b):
     a, b = a.to_dict(with_logs=True), b.to_dict(with_logs=True)
-    for key in ("seconds", "resumed_from"):
+    for key in ("seconds", "step_seconds", "resumed_from"):
         a.pop(key), b.pop(key)
     return a == b
 

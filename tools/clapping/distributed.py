@@ -1,7 +1,7 @@
 """The real pipeline: P local processes (torch.multiprocessing), gloo point-to-point on loopback.
 
 Each rank runs the same StageWorker as the simulator, with a transport that sends a payload as
-three blocking messages (header length, JSON header with dtypes/shapes, one byte buffer), so any
+three blocking messages (header and body lengths with the send time, JSON header with dtypes/shapes, one byte buffer), so any
 compressor's payload crosses without agreeing shapes in advance. A start-up handshake compares a
 hash of the run configuration on every rank; any rank failure stops all ranks and names it.
 """
@@ -28,24 +28,68 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+SIZES_BYTES = 24  # the int64 triple (header length, body length, send time) that opens every message
+
+
+def frame(payload: dict) -> tuple[bytes, bytes]:
+    """The JSON header (keys, dtypes, shapes) and the byte body that carry `payload` on the wire."""
+    keys = sorted(payload)
+    arrays = [np.ascontiguousarray(payload[k]) for k in keys]
+    header = json.dumps([[k, a.dtype.str, list(a.shape)] for k, a in zip(keys, arrays)]).encode()
+    return header, b"".join(a.tobytes() for a in arrays)
+
+
+def wire_bytes(payload: dict) -> int:
+    """Every byte one message hands to gloo: the sizes triple, the header and the body."""
+    keys = sorted(payload)
+    header = json.dumps([[k, np.asarray(payload[k]).dtype.str, list(np.shape(payload[k]))] for k in keys])
+    return SIZES_BYTES + len(header.encode()) + int(sum(np.asarray(payload[k]).nbytes for k in keys))
+
+
+class LinkClock:
+    """A serial link of `bandwidth_mbps` with `latency_ms` per message, emulated at the receiver.
+
+    A message sent at time s (the sender's monotonic clock, shared by processes of one host)
+    starts when the link is free, occupies it for bytes * 8 / bandwidth, and arrives latency
+    later; the receiver waits until then, so step times include the link.
+    """
+
+    def __init__(self, bandwidth_mbps: float | None, latency_ms: float = 0.0):
+        self.bandwidth_mbps, self.latency_ms = bandwidth_mbps, latency_ms
+        self.free_at: dict[int, int] = {}  # source rank -> ns when its link is free
+
+    def arrival_ns(self, src: int, sent_ns: int, nbytes: int) -> int:
+        start = max(sent_ns, self.free_at.get(src, 0))
+        done = start + int(nbytes * 8 / (self.bandwidth_mbps * 1e6) * 1e9)
+        self.free_at[src] = done
+        return done + int(self.latency_ms * 1e6)
+
+    def wait(self, src: int, sent_ns: int, nbytes: int) -> None:
+        if not self.bandwidth_mbps and not self.latency_ms:
+            return
+        if not self.bandwidth_mbps:  # latency only
+            due = sent_ns + int(self.latency_ms * 1e6)
+        else:
+            due = self.arrival_ns(src, sent_ns, nbytes)
+        delay = (due - time.monotonic_ns()) / 1e9
+        if delay > 0:
+            time.sleep(delay)
+
+
 class GlooTransport:
     def __init__(self, bandwidth_mbps: float | None = None, latency_ms: float = 0.0):
-        self.bandwidth_mbps, self.latency_ms = bandwidth_mbps, latency_ms
+        self.clock = LinkClock(bandwidth_mbps, latency_ms)
 
     def send(self, payload: dict, src: int, dst: int, tag: str) -> None:
         import torch
         import torch.distributed as dist
 
-        keys = sorted(payload)
-        arrays = [np.ascontiguousarray(payload[k]) for k in keys]
-        header = json.dumps([[k, a.dtype.str, list(a.shape)] for k, a in zip(keys, arrays)]).encode()
-        body = b"".join(a.tobytes() for a in arrays)
-        dist.send(torch.tensor([len(header), len(body)], dtype=torch.int64), dst)
+        header, body = frame(payload)
+        sizes = torch.tensor([len(header), len(body), time.monotonic_ns()], dtype=torch.int64)
+        dist.send(sizes, dst)
         dist.send(torch.frombuffer(bytearray(header), dtype=torch.uint8), dst)
         if body:
             dist.send(torch.frombuffer(bytearray(body), dtype=torch.uint8), dst)
-        if self.bandwidth_mbps:  # emulate a slow link on the sender after the real transfer
-            time.sleep(len(body) * 8 / (self.bandwidth_mbps * 1e6) + self.latency_ms / 1000)
 
     def gather_floats(self, value: float) -> list[float]:
         """Every rank's value, in rank order (for the global gradient norm)."""
@@ -61,13 +105,14 @@ class GlooTransport:
         import torch
         import torch.distributed as dist
 
-        sizes = torch.empty(2, dtype=torch.int64)
+        sizes = torch.empty(3, dtype=torch.int64)
         dist.recv(sizes, src)
         header = torch.empty(int(sizes[0]), dtype=torch.uint8)
         dist.recv(header, src)
         body = torch.empty(int(sizes[1]), dtype=torch.uint8)
         if int(sizes[1]):
             dist.recv(body, src)
+        self.clock.wait(src, int(sizes[2]), SIZES_BYTES + int(sizes[0]) + int(sizes[1]))  # the emulated link
         raw = body.numpy().tobytes()
         out, offset = {}, 0
         for key, dtype, shape in json.loads(header.numpy().tobytes()):
@@ -121,7 +166,7 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
         fingerprint = checkpoints.data_fingerprint(data)
         if first:
             checkpoints.load_stage(out_dir, worker, first, fingerprint)
-        reported = 0.0
+        reported, loop_start = 0.0, time.monotonic()
         for t in range(first, cfg.steps):
             worker.step(t)
             if rank == 0 and (time.monotonic() - reported > PROGRESS_EVERY_S or t + 1 == cfg.steps):
@@ -132,13 +177,20 @@ def _rank_main(rank, cfg, data, port, out_dir, timeout_s, bandwidth, latency, qu
                 dist.barrier()  # the set is complete only once every rank has written its stage
                 if rank == 0:
                     checkpoints.prune(out_dir, t + 1)
+        loop_s = time.monotonic() - loop_start
         checkpoint.save(
             Path(out_dir) / f"stage{rank}.safetensors", {k: v.cpu() for k, v in modules[rank].state_dict().items()},
             config=cfg.to_dict(), spec={"task": cfg.task, "stage": rank, "stages": cfg.stages},
         )  # fmt: skip
         dist.barrier()
         dist.destroy_process_group()
-        queue.put(("ok", rank, {"losses": worker.losses, "comm": worker.comm, "buffers": worker.buffer_bytes()}))
+        queue.put(
+            (
+                "ok",
+                rank,
+                {"losses": worker.losses, "comm": worker.comm, "buffers": worker.buffer_bytes(), "loop_s": loop_s},
+            )
+        )
     except BaseException as exc:  # report, then let the parent stop the others
         queue.put(("error", rank, f"{type(exc).__name__}: {exc}", traceback.format_exc()))
         raise SystemExit(1) from None
@@ -226,4 +278,6 @@ def run_distributed(
     comm = [tuple(c) for r in range(cfg.stages) for c in results[r]["comm"]]
     buffers = sum(results[r]["buffers"] for r in range(cfg.stages))
     del torch
-    return summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start, first)
+    result = summarize(cfg, modules, data, widths, losses, comm, buffers, time.monotonic() - start, first)
+    result.step_seconds = max(results[r]["loop_s"] for r in range(cfg.stages))
+    return result

@@ -103,12 +103,14 @@ class StageWorker:
             dampening=dampening,
             nesterov=cfg.nesterov and cfg.beta > 0,
         )
-        self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes)
+        self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes, wire_bytes)
         self.deltas: list[tuple] = []  # (step, link, direction, contraction)
         self.losses: list[float] = []  # training loss of each step (last stage only)
 
     def _send(self, payload: dict, dst: int, tag: str, step: int, link: int, exact_bytes: int) -> None:
-        self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes))
+        from methodkit.tools.clapping.distributed import wire_bytes
+
+        self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes, wire_bytes(payload)))
         self.transport.send(payload, self.rank, dst, tag)
 
     def _check_finite(self, x: np.ndarray, what: str, t: int) -> None:
@@ -219,11 +221,13 @@ class RunResult:
     val_metric: dict
     total_bytes: int
     exact_bytes: int
+    wire_bytes: int  # total_bytes plus every message's framing (sizes triple + JSON header) on gloo
     compression_ratio: float
     buffer_bytes: int  # both ends of every link (what Clapping/AQ-SGD keep in memory)
     aqsgd_equivalent_bytes: int  # N * sum(d_p) * 4: AQ-SGD's per-sample buffers for the same model
     clapping_bound_bytes: int  # 2 * B * sum(d_p) * 4 per side
     seconds: float
+    step_seconds: float  # the step loop alone (the slowest rank on gloo): no start-up, no evaluation
     resumed_from: int  # step of the checkpoint set this run continued from (0: from scratch)
     log: list
     comm: list
@@ -261,7 +265,7 @@ def evaluate(modules: list[torch.nn.Module], data: tasks.Dataset, batch: int = 5
     return val, metric
 
 
-def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds, resumed_from=0) -> RunResult:
+def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds, resumed_from=0, step_seconds=None):
     val_loss, metric = evaluate(modules, data)
     total = sum(c[3] for c in comm)
     exact = sum(c[4] for c in comm)
@@ -278,14 +282,19 @@ def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds, resume
         val_metric=metric,
         total_bytes=int(total),
         exact_bytes=int(exact),
+        wire_bytes=int(sum(c[5] for c in comm)),
         compression_ratio=float(exact / total) if total else 1.0,
         buffer_bytes=int(buffers),
         aqsgd_equivalent_bytes=int(len(data.x_train) * sum(widths) * 4),
         clapping_bound_bytes=int(2 * cfg.batch * sum(widths) * 4),
         seconds=seconds,
+        step_seconds=seconds if step_seconds is None else step_seconds,
         resumed_from=int(resumed_from),
         log=log,
-        comm=[{"step": c[0] + 1, "link": c[1], "direction": c[2], "bytes": c[3], "exact_bytes": c[4]} for c in comm],
+        comm=[
+            {"step": c[0] + 1, "link": c[1], "direction": c[2], "bytes": c[3], "exact_bytes": c[4], "wire_bytes": c[5]}
+            for c in comm
+        ],
     )
 
 
@@ -320,6 +329,7 @@ def simulate(
     elif folder is not None:
         checkpoints.clear(folder)
     progress("train", first, cfg.steps)
+    loop_start = time.monotonic()
     for t in range(first, cfg.steps):
         states = [worker.forward(t) for worker in workers]  # messages flow down
         for worker, state in zip(reversed(workers), reversed(states)):  # and back up
@@ -332,9 +342,10 @@ def simulate(
                 checkpoints.save_stage(folder, worker, t + 1, fingerprint)
             checkpoints.prune(folder, t + 1)
         progress("train", t + 1, cfg.steps)
+    loop_s = time.monotonic() - loop_start
     comm = [c for w in workers for c in w.comm]
     buffers = sum(w.buffer_bytes() for w in workers)
     for module in modules:  # the exact evaluation runs on the CPU
         module.cpu()
     seconds = time.monotonic() - start
-    return summarize(cfg, modules, data, widths, workers[-1].losses, comm, buffers, seconds, first)
+    return summarize(cfg, modules, data, widths, workers[-1].losses, comm, buffers, seconds, first, loop_s)
