@@ -338,3 +338,12 @@ def test_allocation_without_s_max_cap_matches_the_closed_form_and_never_nan():
     np.testing.assert_allclose(got.spend, common_beta_spend(n, alpha, 0.6, 3.0), rtol=1e-9, atol=1e-12)
     with pytest.raises(DataError, match="s_max"):
         allocate(n, alpha + 0.1, np.full(5, 1.0), np.full(5, np.inf), 3.0)
+
+
+def test_bayes_expected_spend_refuses_an_infinite_s_max():
+    """Issue 35 item 5, Bayesian path: log(s_max = inf) made the spend NaN without a word."""
+    from methodkit.core.errors import DataError
+
+    alpha, beta = np.full((2, 8), 1.0), np.full((2, 8), 0.5)
+    with pytest.raises(DataError, match="s_max"):
+        bayes.expected_spend(0.5, alpha, beta, np.array([1.0, np.inf]))
