@@ -435,7 +435,9 @@ def bench_cmd(input, **opts):
           --treatment treatment --value conversion --arm-costs 0,1,2,3,4 --cost-on-outcome \\
           --methods cuvet,cuvet-b,lp-tlearner,uniform,oracle -o syn.csv
     """
-    from methodkit.cli._common import print_frame
+    import sys
+
+    from methodkit.cli._common import err_console, print_frame
     from methodkit.core import io
     from methodkit.tools.cuvet import compare
     from methodkit.tools.cuvet.commands import bench_choices, bench_splits
@@ -464,7 +466,11 @@ def bench_cmd(input, **opts):
             xp = array_module("cuda")
         table = compare.run(splits, chosen, fracs, truth_doc, progress=cb, threads=threads, dr=opts["dr"], xp=xp)
     if not run.quiet:
-        print_frame(compare.summary(table), "cuvet-assign bench (means over seeds and folds)")
+        summary = compare.summary(table)
+        if err_console().is_terminal:
+            print_frame(summary, "cuvet-assign bench (means over seeds and folds)")
+        else:  # a log gets every column whole (a rich table there is cut to the console width)
+            sys.stderr.write(summary.to_csv(index=False))
     run.emit_table(table)
 
 

@@ -152,3 +152,30 @@ def test_default_threads_parallel_only_with_chunks_of_rows(run_cli, synthetic):
     proc = subprocess.run([sys.executable, "-P", "-c", script, *map(str, args)], capture_output=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.decode().split()[-2:] == ["1", "1"], proc.stderr  # 6,000 rows: the -j 1 pool
+
+
+def test_bench_summary_in_a_log_is_csv_with_whole_columns(run_cli, synthetic):
+    """Issue 35 item 6: stderr that is not a terminal gets the summary as CSV, not a rich table cut to 5 chars."""
+    proc = run_cli(
+        [
+            PROG,
+            "bench",
+            synthetic / "s.csv",
+            *SYN,
+            "--methods",
+            "uniform,cuvet",
+            "--budgets",
+            "0.4",
+            "--seeds",
+            "1",
+            "--folds",
+            "2",
+            "-o",
+            synthetic / "b.csv",
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.decode()
+    assert "┃" not in err and "━" not in err
+    header = next(line for line in err.splitlines() if "," in line)
+    assert "method" in header.split(","), header

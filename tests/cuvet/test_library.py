@@ -320,3 +320,30 @@ def test_lookahead_finds_an_interaction_the_greedy_split_misses():
     assert look.n_leaves == 4 and pure_share(look) == 1.0
     greedy = tree.grow(*args, tree.TreeParams(2, 500, 20, 0.0), 0.5)
     assert pure_share(greedy) < 0.5  # its root split is at a noise threshold
+
+
+def test_allocation_without_s_max_cap_matches_the_closed_form_and_never_nan():
+    """Issue 35 item 5: s_max = inf (no cap) gave NaN spends silently; the uncapped curved case must equal
+    the closed form s_k = B a_k / sum n_j a_j, and an uncapped linear cohort is refused."""
+    import numpy as np
+
+    from methodkit.core.errors import DataError
+    from methodkit.tools.cuvet.allocate import allocate, common_beta_spend
+
+    rng = np.random.default_rng(7)
+    n, alpha = rng.uniform(0.5, 2.0, 5), rng.uniform(0.1, 3.0, 5)
+    alpha[2] = 0.0  # a cohort that gains nothing: inf * 0 must not turn into NaN
+    got = allocate(n, alpha, np.full(5, 0.6), np.full(5, np.inf), 3.0)
+    assert np.all(np.isfinite(got.spend))
+    np.testing.assert_allclose(got.spend, common_beta_spend(n, alpha, 0.6, 3.0), rtol=1e-9, atol=1e-12)
+    with pytest.raises(DataError, match="s_max"):
+        allocate(n, alpha + 0.1, np.full(5, 1.0), np.full(5, np.inf), 3.0)
+
+
+def test_bayes_expected_spend_refuses_an_infinite_s_max():
+    """Issue 35 item 5, Bayesian path: log(s_max = inf) made the spend NaN without a word."""
+    from methodkit.core.errors import DataError
+
+    alpha, beta = np.full((2, 8), 1.0), np.full((2, 8), 0.5)
+    with pytest.raises(DataError, match="s_max"):
+        bayes.expected_spend(0.5, alpha, beta, np.array([1.0, np.inf]))

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from methodkit.core.errors import DataError
+
 BISECTION_STEPS = 60
 
 
@@ -55,14 +57,20 @@ def allocate(n, alpha, beta, smax, budget: float, spend_fn=None) -> Allocation:
     beta = np.asarray(beta, float)
     smax = np.asarray(smax, float)
     fn = spend_fn or (lambda lam: spend_at(lam, alpha, beta, smax))
-    full = smax * (alpha > 0)
+    live = (alpha > 0) & (smax > 0)
+    if np.any(np.isnan(smax)) or np.any(live & np.isinf(smax) & (beta >= 1.0)):
+        # a linear (beta >= 1) response with no cap has no finite optimum: the solver would return NaN/Inf
+        raise DataError("allocation: a cohort with beta >= 1 has no s_max cap (or s_max is NaN); give a finite s_max")
+    full = np.where(alpha > 0, smax, 0.0)
     max_total = float(n @ full)
     if budget >= max_total:
         return Allocation(full.copy(), 0.0, max_total, max_total, budget > max_total * (1 + 1e-12))
     # bracket: at lo every cohort is at s_max (spend >= B); at hi spend < B
-    live = (alpha > 0) & (smax > 0)
     lo = float(np.min(alpha[live] * beta[live] * smax[live] ** (beta[live] - 1.0))) * 0.5
-    hi = max(float(np.max(alpha[live] * np.maximum(beta[live], 1e-3))) * 2.0, lo * 2.0)
+    hi = float(np.max(alpha[live] * np.maximum(beta[live], 1e-3))) * 2.0
+    if not lo > 0:  # an uncapped cohort (s_max = inf) has zero marginal value at s_max: start below hi
+        lo = hi * 1e-3
+    hi = max(hi, lo * 2.0)
     for _ in range(200):
         if float(n @ fn(hi)) < budget:
             break

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from methodkit.core.errors import DataError
+
 EM_ITERS = 20
 NEWTON_ITERS = 50
 N_DRAWS = 256
@@ -131,6 +133,8 @@ def draws(post: Posterior, seed: int, n_draws: int = N_DRAWS) -> tuple[np.ndarra
 
 def expected_spend(lam: float, alpha: np.ndarray, beta: np.ndarray, smax: np.ndarray) -> np.ndarray:
     """Per leaf, the s in [0, s_max] with E[alpha beta s^(beta-1)] = lam (safeguarded Newton in log s)."""
+    if not np.all(np.isfinite(smax)):  # log(inf) would make every bracket inf and the spend NaN
+        raise DataError("CUVET-B allocation needs a finite s_max for every leaf; give a finite s_max")
     L = alpha.shape[0]
     out = np.zeros(L)
     if lam <= 0:
