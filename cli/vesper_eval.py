@@ -55,6 +55,17 @@ def main():
       vesper-eval score extrapolate.jsonl --by pressure,lead_time | jq .pair_accuracy
 
     \b
+    SCOPE AND MISSES (see docs/vesper-eval.md for every figure)
+      Built: the simple robot (base box + 3-link capsule arm) driving a corridor, the
+      collision hazard, adult and child persons (a capsule person, not gymnasium's
+      humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer.
+      Not built: Fetch, the MuJoCo camera renderer, the other tasks and hazards
+      (pinch, falling load, scald, cut, trip), --interactive review. The cmd: program
+      speaks core.endpoint's protocol (chat messages in, {"text": ...} out).
+      Missed: extrapolate pair accuracy >= 0.65 (stop_turn pairs are not inferable
+      from a constant-velocity track), raster2d >= 20x MuJoCo-EGL frames/s.
+
+    \b
     EXIT STATUS
       0  success
       1  failure while running (a model request failed for good)
