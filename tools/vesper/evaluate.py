@@ -210,7 +210,7 @@ def item_fields(item: dict) -> dict:
 
 
 def run(items, folder: Path, spec, *, endpoint=None, frames: int = 8, prompt_set: str = "default",
-        video_url: str | None = None, seed: int = 0, done_ids=(), progress=silent) -> list[dict]:  # fmt: skip
+        video_url: str | None = None, seed: int = 0, done_ids=(), progress=silent, _halved: bool = False) -> list[dict]:  # fmt: skip
     """One record per item not in done_ids: {id, model, decision, harm, parse_error, error, raw, frames_used}."""
     todo = [it for it in items if it["id"] not in set(done_ids)]
     out = []
@@ -230,12 +230,12 @@ def run(items, folder: Path, spec, *, endpoint=None, frames: int = 8, prompt_set
         answers = endpoint.ask_many([b[0] for b in built], progress=progress)
         error = None
     except EndpointError as exc:
-        if exc.status == 400 and not video_url and frames > 1:  # too many images: once more with half
+        if exc.status == 400 and not video_url and frames > 1 and not _halved:  # too many images: once more with half
             half = run(todo, folder, spec, endpoint=endpoint, frames=max(1, frames // 2), prompt_set=prompt_set,
-                       seed=seed, progress=progress)  # fmt: skip
+                       seed=seed, progress=progress, _halved=True)  # fmt: skip
             return half
         answers, error = list(exc.partial or [None] * len(todo)), exc.message
-    for it, (req, used), ans in zip(todo, built, answers):
+    for it, (_req, used), ans in zip(todo, built, answers):
         if ans is None:
             out.append({**item_fields(it), "model": spec.text, "raw": None, "error": error, "frames_used": used,
                         "harm": None, "decision": None, "parse_error": None})  # fmt: skip
