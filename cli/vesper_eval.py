@@ -113,10 +113,10 @@ def generate(out_dir, taxonomy, pairs, robot, renderer, size, fps, clip_s, recog
 
 
 @main.command("review")
-@click.argument("bench", type=click.Path(file_okay=False, exists=True))
+@click.argument("bench", type=click.Path(file_okay=False))
 @click.option("--sheet-dir", type=OutputPath(folder=True), default=None,
               help="Write one contact sheet per pair (8 frames of each twin + the withheld outcome frame).")  # fmt: skip
-@click.option("--apply", "apply_csv", type=click.Path(dir_okay=False, exists=True), default=None,
+@click.option("--apply", "apply_csv", type=click.Path(dir_okay=False), default=None,
               help="review.csv with verdicts: rewrite BENCH/items.jsonl statuses (accepted|rejected).")  # fmt: skip
 @click.option("--reviewer", default="anonymous", show_default=True, help="Reviewer id for the template.")
 @common_options("output", "force", "meta", "quiet", "verbose")
@@ -127,7 +127,7 @@ def review(bench, sheet_dir, apply_csv, reviewer, output, **_):
 
     run = Run.from_context()
     if apply_csv:
-        items, counts = rv.apply(bench, io.read_table(apply_csv, dtype=str))
+        items, counts = rv.apply(bench, io.read_table(apply_csv).astype(object))
         with io.atomic_write(f"{bench}/items.jsonl", force=True) as handle:
             handle.write("".join(io.dumps_json(r) + "\n" for r in items).encode())
         run.emit_result(counts, output="-")

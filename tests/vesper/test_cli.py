@@ -47,3 +47,22 @@ def test_bad_inputs_exit_2_one_line(run_cli, tmp_path):
     junk.write_text('{"id": "x"}\n')
     proc = run_cli(["vesper-eval", "score", str(junk)])
     assert proc.returncode == 2 and "has no 'pair_id'" in proc.stderr.decode()
+
+
+def test_review_sheets_and_apply(run_cli, tmp_path):
+    bench = tmp_path / "b"
+    assert run_cli(["vesper-eval", "generate", "--pairs", "1", "--recognition-frac", "0", "-o", str(bench), "-q"]).returncode == 0
+    sheets, csv = tmp_path / "sheets", tmp_path / "review.csv"
+    proc = run_cli(["vesper-eval", "review", str(bench), "--sheet-dir", str(sheets), "-o", str(csv)])
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert (sheets / "p0000.png").is_file()
+    lines = csv.read_text().splitlines()
+    assert lines[0] == "id,verdict,reviewer,note,time" and len(lines) == 3
+    csv.write_text(lines[0] + "\np0000d,accept,r1,,\np0000s,reject,r1,danger not inferable,\n")
+    out = json.loads(run_cli(["vesper-eval", "review", str(bench), "--apply", str(csv)]).stdout)
+    assert out == {"accepted": 1, "rejected": 1, "unreviewed": 0}
+    items = [json.loads(x) for x in (bench / "items.jsonl").read_text().splitlines()]
+    assert [it["status"] for it in items] == ["accepted", "rejected"]
+    csv.write_text("id,verdict\nnope,accept\n")
+    bad = run_cli(["vesper-eval", "review", str(bench), "--apply", str(csv)])
+    assert bad.returncode == 2 and "id 'nope' is not in" in bad.stderr.decode()

@@ -34,6 +34,13 @@ def outcome_frame(folder: Path, item: dict, cam_w: int, cam_h: int):
     return rgb[0]
 
 
+def _items(bench: str) -> list[dict]:
+    path = Path(bench) / "items.jsonl"
+    if not path.is_file():
+        raise DataError(f"{bench}: no items.jsonl (make one with vesper-eval generate -o {bench})")
+    return io.read_jsonl(str(path))
+
+
 def template(bench: str, reviewer: str, sheet_dir: str | None = None):
     import pandas as pd
 
@@ -41,7 +48,7 @@ def template(bench: str, reviewer: str, sheet_dir: str | None = None):
     from methodkit.tools.vesper.evaluate import sample_frames
 
     folder = Path(bench)
-    items = io.read_jsonl(str(folder / "items.jsonl"))
+    items = _items(bench)
     if sheet_dir:
         Path(sheet_dir).mkdir(parents=True, exist_ok=True)
         by = {}
@@ -60,8 +67,7 @@ def template(bench: str, reviewer: str, sheet_dir: str | None = None):
 
 
 def apply(bench: str, table) -> tuple[list[dict], dict]:
-    folder = Path(bench)
-    items = io.read_jsonl(str(folder / "items.jsonl"))
+    items = _items(bench)
     io.require_columns(table, ["id", "verdict"], "--apply")
     known = {it["id"]: it for it in items}
     counts = {"accepted": 0, "rejected": 0, "unreviewed": 0}
