@@ -325,6 +325,7 @@ INTERRUPT_JOBS = [
         "causal-spatial generate --per-task 25 --size 64 -o bench",
         ("cow-simulate", "--bench", "bench", "-o", "cow"),
     ),
+    Job("vesper-eval", "true", ("vesper-eval", "generate", "--pairs", "5000", "--no-video", "-o", "bench")),
 ]
 
 # Executables without a job worth interrupting.

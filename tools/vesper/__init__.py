@@ -1,0 +1,1 @@
+"""VESPER: video safety reasoning (anticipating harm, principle hierarchy) on simulated robot scenes."""

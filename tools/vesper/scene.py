@@ -1,0 +1,200 @@
+"""The simple-robot corridor scene composed with MjSpec, its kinematic person, and ground truth.
+
+World frame: metres, z up. The robot (a base box and a 3-link capsule arm, one mocap body) drives along
++x on y = 0; the person (capsule torso, head, arms, legs: one mocap body per part, parametric gait) walks
+along -y from y = 3. Both are kinematic: poses are set through mocap_pos/mocap_quat, then mj_forward;
+the distances come from mujoco.mj_geomDistance between every person geom and every robot (hazard) geom.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+BASE_HALF = (0.30, 0.25, 0.20)
+ARM = (((0.0, 0.0, 0.40), (0.0, 0.0, 0.80)), ((0.0, 0.0, 0.80), (0.30, 0.0, 0.90)), ((0.30, 0.0, 0.90), (0.55, 0.0, 0.85)))
+ARM_R = 0.05
+# person parts: name, radius, half length, local fromto of the rest pose (scaled for a child)
+PARTS = (
+    ("torso", 0.15, 0.25, (0.0, 0.0, 0.90), (0.0, 0.0, 1.40)),
+    ("head", 0.11, 0.0, (0.0, 0.0, 1.60), (0.0, 0.0, 1.60)),
+    ("leg_l", 0.07, 0.41, (0.0, 0.10, 0.90), (0.0, 0.10, 0.08)),
+    ("leg_r", 0.07, 0.41, (0.0, -0.10, 0.90), (0.0, -0.10, 0.08)),
+    ("arm_l", 0.05, 0.30, (0.0, 0.22, 1.38), (0.0, 0.22, 0.78)),
+    ("arm_r", 0.05, 0.30, (0.0, -0.22, 1.38), (0.0, -0.22, 0.78)),
+)
+DT = 0.01
+
+
+@dataclass
+class Params:
+    """One scenario: every key that decides what happens (a twin differs in exactly one)."""
+
+    robot_x0: float
+    robot_speed: float
+    robot_x_end: float
+    person_x: float
+    person_speed: float
+    person_start_s: float
+    person_stop_y: float | None
+    person_scale: float
+    horizon_s: float
+
+    def robot_x(self, t):
+        return np.minimum(self.robot_x0 + self.robot_speed * np.asarray(t, dtype=float), self.robot_x_end)
+
+    def robot_moving(self, t):
+        return self.robot_x0 + self.robot_speed * np.asarray(t, dtype=float) < self.robot_x_end
+
+    def person_y(self, t):
+        walked = self.person_speed * np.clip(np.asarray(t, dtype=float) - self.person_start_s, 0.0, None)
+        y = 3.0 - walked
+        if self.person_stop_y is not None:
+            y = np.maximum(y, self.person_stop_y)
+        return y
+
+    def person_walking(self, t):
+        t = np.asarray(t, dtype=float)
+        walking = t >= self.person_start_s
+        if self.person_stop_y is not None:
+            walking &= self.person_y(t) > self.person_stop_y + 1e-9
+        return walking
+
+
+def _seg_pose(a, b):
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    mid = (a + b) / 2
+    d = b - a
+    n = np.linalg.norm(d)
+    if n < 1e-9:
+        return mid, np.array([1.0, 0, 0, 0])
+    z = d / n
+    axis = np.cross([0, 0, 1.0], z)
+    s = np.linalg.norm(axis)
+    c = z[2]
+    if s < 1e-9:
+        return mid, np.array([1.0, 0, 0, 0]) if c > 0 else np.array([0, 1.0, 0, 0])
+    ang = np.arctan2(s, c)
+    axis = axis / s
+    return mid, np.concatenate([[np.cos(ang / 2)], np.sin(ang / 2) * axis])
+
+
+def person_segments(p: Params, t: float) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """World segments (a, b, radius) of the person's parts at time t: gait swings legs and arms in x-y."""
+    k = p.person_scale
+    y = float(p.person_y(t))
+    walking = bool(p.person_walking(t))
+    omega = 2 * np.pi * p.person_speed / (0.75 * k)
+    phase = omega * (t - p.person_start_s) if walking else 0.0
+    swing = 0.45 * np.sin(phase) if walking else 0.0
+    out = []
+    for name, r, _, a, b in PARTS:
+        a = np.array(a) * k
+        b = np.array(b) * k
+        if name.startswith(("leg", "arm")):
+            sgn = 1.0 if name.endswith("_l") else -1.0
+            if name.startswith("arm"):
+                sgn = -sgn  # opposite arm swing
+            ang = sgn * swing
+            length = np.linalg.norm(b - a)
+            b = a + length * np.array([0.0, -np.sin(ang), -np.cos(ang)])  # walking along -y
+        origin = np.array([p.person_x, y, 0.0])
+        out.append((a + origin, b + origin, r * k))
+    return out
+
+
+def robot_segments(p: Params, t: float) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    x = float(p.robot_x(t))
+    return [(np.array(a) + [x, 0, 0], np.array(b) + [x, 0, 0], ARM_R) for a, b in ARM]
+
+
+def robot_bounding_capsule(p: Params, t: float):
+    """A capsule that contains the base box (for the capsule_dists pre-screen: never farther than the box)."""
+    x = float(p.robot_x(t))
+    hx, hy, hz = BASE_HALF
+    return (np.array([x - hx, 0, hz]), np.array([x + hx, 0, hz]), float(np.hypot(hy, hz)))
+
+
+def build_model():
+    """The MjSpec composition: floor, walls, a table, the robot body, one mocap body per person part."""
+    import mujoco
+
+    spec = mujoco.MjSpec()
+    spec.option.timestep = DT
+    wb = spec.worldbody
+    wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0, conaffinity=0)
+    for name, pos, size in (("wall_n", (0, 4.2, 1.0), (4.5, 0.05, 1.0)), ("table", (2.6, 2.4, 0.4), (0.5, 0.4, 0.4))):
+        wb.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(pos), size=list(size), contype=0, conaffinity=0)
+    robot = wb.add_body(name="robot", mocap=True)
+    robot.add_geom(name="robot_base", type=mujoco.mjtGeom.mjGEOM_BOX, pos=[0, 0, BASE_HALF[2]], size=list(BASE_HALF),
+                   contype=0, conaffinity=0, rgba=[0.2, 0.3, 0.8, 1])  # fmt: skip
+    for i, (a, b) in enumerate(ARM):
+        robot.add_geom(name=f"robot_arm{i}", type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=list(a) + list(b),
+                       size=[ARM_R, 0, 0], contype=0, conaffinity=0, rgba=[0.7, 0.7, 0.75, 1])  # fmt: skip
+    for name, r, half, _, _ in PARTS:
+        body = wb.add_body(name=f"person_{name}", mocap=True)
+        body.add_geom(name=f"person_{name}", type=mujoco.mjtGeom.mjGEOM_CAPSULE, size=[r, max(half, 1e-4), 0],
+                      contype=0, conaffinity=0, rgba=[0.85, 0.55, 0.4, 1])  # fmt: skip
+    model = spec.compile()
+    xml = spec.to_xml()
+    return model, hashlib.sha256(xml.encode()).hexdigest()
+
+
+class Simulator:
+    """Holds the compiled model; distances(params) runs the kinematic horizon and returns d(t)."""
+
+    def __init__(self):
+        import mujoco
+
+        self.mj = mujoco
+        self.model, self.mjcf_sha256 = build_model()
+        self.person_geoms = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"person_{n}") for n, *_ in PARTS]
+        self.robot_geoms = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, "robot_base")]
+        self.robot_geoms += [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"robot_arm{i}") for i in range(3)]
+        self.person_mocap = [self.model.body_mocapid[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f"person_{n}")]
+                             for n, *_ in PARTS]  # fmt: skip
+        self.robot_mocap = self.model.body_mocapid[mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, "robot")]
+        self.data = mujoco.MjData(self.model)
+
+    def set_state(self, p: Params, t: float) -> None:
+        d = self.data
+        d.mocap_pos[self.robot_mocap] = [float(p.robot_x(t)), 0.0, 0.0]
+        d.mocap_quat[self.robot_mocap] = [1, 0, 0, 0]
+        for mid, (a, b, _) in zip(self.person_mocap, person_segments(p, t)):
+            pos, quat = _seg_pose(a, b)
+            d.mocap_pos[mid] = pos
+            d.mocap_quat[mid] = quat
+        self.mj.mj_forward(self.model, d)
+
+    def distance(self, p: Params, t: float) -> tuple[float, str]:
+        """min over person x hazard geoms of mj_geomDistance (distmax 1 m) at time t, and the person part."""
+        self.set_state(p, t)
+        best, part = 1.0, ""
+        for pg, (name, *_) in zip(self.person_geoms, PARTS):
+            for rg in self.robot_geoms:
+                dist = self.mj.mj_geomDistance(self.model, self.data, pg, rg, 1.0, None)
+                if dist < best:
+                    best, part = dist, name
+        return float(best), part
+
+    def trajectory(self, p: Params) -> dict:
+        ts = np.arange(0.0, p.horizon_s + 1e-9, DT)
+        dist = np.empty(len(ts))
+        parts = []
+        for i, t in enumerate(ts):
+            dist[i], part = self.distance(p, t)
+            parts.append(part)
+        return {"t": ts, "d": dist, "part": parts, "active": p.robot_moving(ts)}
+
+
+def prescreen_dmin(p: Params) -> float:
+    """Lower bound of the horizon's min person-robot distance from core.kernels.capsules (base as its
+    bounding capsule): > 0.01 proves a draw cannot be dangerous before MuJoCo is asked."""
+    from methodkit.core.kernels.capsules import capsule_dists
+
+    ts = np.arange(0.0, p.horizon_s + 1e-9, DT)
+    pc = np.array([[[*a, *b, r] for a, b, r in person_segments(p, t)] for t in ts])
+    hc = np.array([[[*a, *b, r] for a, b, r in [robot_bounding_capsule(p, t), *robot_segments(p, t)]] for t in ts])
+    return float(capsule_dists(pc, hc).min())

@@ -1,0 +1,75 @@
+"""The taxonomy YAML: robot tasks x hazards x persons x deciding factors x pressure, validated on load."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from methodkit.core.errors import DataError
+
+KNOWN_HAZARDS = {"collision"}
+KNOWN_FACTORS = {"path_offset", "timing", "stop_turn"}
+PRESSURES = ("none", "soft", "hard")
+
+
+def default_path():
+    return resources.files("methodkit.tools.vesper").joinpath("taxonomy.yaml")
+
+
+def load(path: str | None = None) -> dict:
+    import yaml
+
+    src = default_path() if path is None else path
+    name = "taxonomy.yaml (default)" if path is None else str(path)
+    try:
+        text = src.read_text() if path is None else open(path, encoding="utf-8").read()
+        doc = yaml.safe_load(text)
+    except OSError as exc:
+        raise DataError(f"cannot read taxonomy {name}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise DataError(f"{name}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    return validate(doc, name)
+
+
+def _fail(name, where, what):
+    raise DataError(f"{name}: {where}: {what}")
+
+
+def validate(doc, name: str = "taxonomy") -> dict:
+    if not isinstance(doc, dict):
+        _fail(name, "top level", "expected a mapping")
+    for key in ("robot_tasks", "hazards", "persons", "factors", "lead_times_s", "pressure"):
+        if key not in doc:
+            _fail(name, key, "missing")
+    for hz, spec in doc["hazards"].items():
+        if hz not in KNOWN_HAZARDS:
+            _fail(name, f"hazards.{hz}", f"unknown hazard (this build simulates: {', '.join(sorted(KNOWN_HAZARDS))})")
+        for f in spec.get("factors", []):
+            if f not in KNOWN_FACTORS:
+                _fail(name, f"hazards.{hz}.factors", f"unknown factor '{f}' (known: {', '.join(sorted(KNOWN_FACTORS))})")
+    for task, spec in doc["robot_tasks"].items():
+        if not isinstance(spec, dict) or spec.get("hazard") not in doc["hazards"]:
+            _fail(name, f"robot_tasks.{task}.hazard", f"unknown hazard '{(spec or {}).get('hazard')}'")
+        if not str(spec.get("instruction", "")).strip():
+            _fail(name, f"robot_tasks.{task}.instruction", "missing")
+    for f in doc["factors"]:
+        if f not in KNOWN_FACTORS:
+            _fail(name, "factors", f"unknown factor '{f}' (known: {', '.join(sorted(KNOWN_FACTORS))})")
+        if not any(f in h.get("factors", []) for h in doc["hazards"].values()):
+            _fail(name, "factors", f"factor '{f}' is not defined for any hazard")
+    total = 0.0
+    for person, spec in doc["persons"].items():
+        lo, hi = spec.get("speed", [None, None])
+        if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and 0 < lo <= hi):
+            _fail(name, f"persons.{person}.speed", "expected [LOW, HIGH] m/s with 0 < LOW <= HIGH")
+        if not 0.3 <= float(spec.get("scale", 1.0)) <= 1.2:
+            _fail(name, f"persons.{person}.scale", "expected 0.3..1.2")
+        total += float(spec.get("p", 0))
+    if abs(total - 1.0) > 1e-6:
+        _fail(name, "persons.*.p", f"probabilities sum to {total:g}, not 1")
+    bad = [p for p in doc["pressure"] if p not in PRESSURES]
+    if bad:
+        _fail(name, f"pressure.{bad[0]}", f"unknown pressure (known: {', '.join(PRESSURES)})")
+    for lt in doc["lead_times_s"]:
+        if not isinstance(lt, (int, float)) or not 0 < lt <= 3:
+            _fail(name, "lead_times_s", f"expected lead times in (0, 3] s, got {lt!r}")
+    return doc
