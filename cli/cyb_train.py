@@ -77,7 +77,7 @@ def main():
               help="arith: additions per document.")  # fmt: skip
 @click.option("--arith-reverse", is_flag=True, help="arith: write numbers least significant digit first.")
 @click.option("--vocab", "vocab_path", type=OutputPath(), default=None, metavar="PATH",
-              help="Also write the tokenizer here [default: vocab.json beside -o].")  # fmt: skip
+              help="Also write the tokenizer here [default: vocab.json beside -o; none when -o is /dev/null or a FIFO].")  # fmt: skip
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc, arith_reverse, vocab_path, **_):
     """Build a token file (tokens.npz: ids, document offsets, split) and its vocab.json.
@@ -92,8 +92,12 @@ def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc
     run = Run.from_context()
     if run.output == "-":
         raise UsageError("data writes a binary NPZ: pass -o FILE.npz")
-    vocab_path = vocab_path or str(Path(run.output).parent / "vocab.json")
-    run.claim_outputs(vocab_path)
+    from methodkit.core.outputs import is_special
+
+    if vocab_path is None and not is_special(run.output):  # -o /dev/null or a FIFO: no vocab.json in /dev
+        vocab_path = str(Path(run.output).parent / "vocab.json")
+    if vocab_path:
+        run.claim_outputs(vocab_path)
     from methodkit.core import io
     from methodkit.core.text.tokens import build
     from methodkit.tools.cyb.data import ArithSpec, load_source
@@ -105,7 +109,8 @@ def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc
     vocab = {**tok.spec(), "pause_id": tok.vocab_size, "dk_index": tok.vocab_size}
     if tok.kind != "bytes":
         vocab["tokenizer_json"] = tok.to_json()
-    io.write_json(vocab, vocab_path, force=run.force, indent=1)
+    if vocab_path:
+        io.write_json(vocab, vocab_path, force=run.force, indent=1)
     run.emit_result(
         {
             "output": run.output,

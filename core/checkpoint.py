@@ -80,9 +80,13 @@ def load(path: str | os.PathLike, *, expected_spec: dict | None = None, device: 
     if not side.is_file():
         raise DataError(f"{path}: sidecar {side.name} is missing; a checkpoint needs both files")
     try:
-        sidecar = json.loads(side.read_text())
+        sidecar = json.loads(side.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{side}: byte {exc.start}: not UTF-8 text; a sidecar is a JSON file") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{side}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(sidecar, dict):
+        raise DataError(f"{side}: a sidecar is a JSON object, not {type(sidecar).__name__}")
     if expected_spec is not None:
         want = spec_hash(expected_spec)
         have = sidecar.get("spec_hash")

@@ -85,6 +85,37 @@ CASES = [
         "nte-encode key zoo/pcnn-p4c8-s0.safetensors -o key.npz > /dev/null",
         "nte-encode encode --dataset fashion-mnist:test --limit 300 --key ../key.npz --psnr 10 -o c.npz {j} > /dev/null",
     ),
+    Case(
+        "cyb-train",
+        "torch intra-op threads",
+        "cyb-train data --source lee -o t.npz -q > /dev/null",
+        "cyb-train pretrain ../t.npz --loss ce --steps 40 -o run -q {j} > /dev/null",
+    ),
+    Case(
+        "craft-finetune",
+        "Numba prange (interaction events); torch held at one thread",
+        "craft-finetune demos --suite hwy-mini -o demos.npz -q > /dev/null",
+        "craft-finetune pretrain ../demos.npz --steps 300 -o bc.safetensors -q {j} > /dev/null",
+    ),
+    Case(
+        "autoscale-mix",
+        "Numba prange (scene featurisation), faiss",
+        "true",
+        "autoscale-mix pools -o pools --real 1000 --synth 6000 -q {j} > /dev/null",
+    ),
+    Case(
+        "cita-sim",
+        "Numba prange over rollouts",
+        "cita-data bfcl --split train --limit 60 -o t.jsonl -q && cita-sim fit t.jsonl -o g.npz -q"
+        " && cita-sim sample --graph g.npz -n 500 -o s.jsonl -q",
+        "cita-sim value ../s.jsonl --graph ../g.npz -R 20000 -o v.jsonl -q {j}",
+    ),
+    Case(
+        "methodkit-sim",
+        "Numba prange over scenes (batched highway simulator)",
+        'echo \'{"seed": 1, "scenes": [{"family": "cruise-dense", "count": 200}]}\' > suite.json',
+        "methodkit-sim rollout ../suite.json --policy expert -o r.csv -q {j}",
+    ),
 ]
 
 # Executables without a default thread count to compare (said in the table).
@@ -92,6 +123,13 @@ NOT_MEASURED = {
     "gbdt-poison": "default is -j 1 already (LightGBM's OpenMP spin-waits; documented in its --help)",
     "clapping-train": "no -j: the simulated stages pin torch to one thread each",
     "methodkit-data": "no parallel region",
+    "mcd-distill": "no -j: small transformers, torch held at one thread",
+    "causal-spatial": "no -j: MuJoCo rendering and serial item generation",
+    "cow-simulate": "no -j: MuJoCo rollouts one item at a time",
+    "cita-data": "no -j: JSON import and replay",
+    "cita-train": "no -j: small MLP, torch held at one thread",
+    "cita-rank": "no -j: one batched forward pass",
+    "cita-eval": "no -j: episodes replayed one at a time",
     "irt-sim": "-j only on `sweep`, whose fits are irt-fit's (measured above)",
 }
 
@@ -347,8 +385,11 @@ def finish(table: list[str], notes: list[str], output: str, every_case: bool) ->
     if not path.exists():
         return
     fresh = {line.split()[0]: line for line in table[1:]}
+    measured = ", ".join(fresh)
     old = path.read_text().splitlines()
-    lines = [fresh.get(line.split()[0], line) if line.strip() else line for line in old]
+    lines = [fresh.pop(line.split()[0], line) if line.strip() else line for line in old]
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    lines[end:end] = list(fresh.values())  # tools new to the table: their rows at its end
     load = next((n for n in notes if "load average" in n), "")
-    lines.append(f"re-measured later: {', '.join(fresh)} ({load.strip()})")
+    lines.append(f"re-measured later: {measured} ({load.strip()})")
     path.write_text("\n".join(lines) + "\n")

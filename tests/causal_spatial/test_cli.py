@@ -108,3 +108,11 @@ def test_head_is_quiet(shell, bench, tmp_path):
     proc = shell(f"cow-simulate --gl none --bench {bench} --scene oracle -o {tmp_path / 'c'} -q | head -1")
     assert proc.returncode == 0 and proc.stderr == b""
     assert json.loads(proc.stdout)["id"] == "Collision_Level_1_0"
+
+
+def test_generate_creates_missing_parents_and_leaves_no_staging(run_cli, tmp_path):
+    target = tmp_path / "new" / "deeper" / "bench"
+    proc = run_cli(["causal-spatial", "generate", "--gl", "none", "--per-task", "1", "-o", str(target), "-q"])
+    assert proc.returncode == 0, proc.stderr
+    assert (target / "items.jsonl").is_file()
+    assert [p.name for p in target.parent.iterdir()] == ["bench"]  # the staging folder moved into place

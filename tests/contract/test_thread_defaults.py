@@ -38,3 +38,21 @@ def test_the_helps_say_what_the_default_means(run_cli):
     ):
         text = " ".join(run_cli(argv).stdout.decode().split())
         assert words in text, argv
+
+
+def test_every_executable_has_a_thread_row_or_a_reason():
+    """A new executable with -j gets a default-vs-`-j 1` case (bench/threads/cases.py CASES) or says why not."""
+    from importlib.metadata import distribution
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "threads"))
+    from cases import CASES, NOT_MEASURED
+
+    scripts = {ep.name for ep in distribution("methodkit").entry_points if ep.group == "console_scripts"}
+    measured = {case.tool for case in CASES}
+    assert not measured & set(NOT_MEASURED), "a tool is both measured and excused"
+    missing = sorted(scripts - measured - set(NOT_MEASURED))
+    assert not missing, f"add a thread case or a NOT_MEASURED reason for {missing} to bench/threads/cases.py"
+    table = (Path(__file__).resolve().parents[2] / "bench" / "threads" / "threads.txt").read_text()
+    unmeasured = sorted(t for t in measured if not any(line.split()[:1] == [t] for line in table.splitlines()))
+    assert not unmeasured, f"run `python -P bench/threads/threads.py {' '.join(unmeasured)}`"

@@ -118,6 +118,18 @@ def test_checkpoint_spec_mismatch_names_both_hashes(tmp_path):
         checkpoint.load(tmp_path / "nope.safetensors")
 
 
+@pytest.mark.parametrize(
+    "sidecar, words", [(b"\xff\xfe{}", "not UTF-8"), (b"{nope", "invalid JSON"), (b"[1, 2]", "JSON object")]
+)
+def test_a_broken_sidecar_is_a_data_error_naming_it(tmp_path, sidecar, words):
+    path = tmp_path / "m.safetensors"
+    checkpoint.save(path, {"w": torch.ones(2)}, config={}, spec={})
+    checkpoint.sidecar_path(path).write_bytes(sidecar)
+    with pytest.raises(DataError, match=words) as info:
+        checkpoint.load(path)
+    assert checkpoint.sidecar_path(path).name in info.value.message
+
+
 def test_sgd_with_momentum_fits_too():
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)

@@ -30,6 +30,27 @@ def test_data_writes_tokens_and_vocab_same_seed_same_bytes(run_cli, tmp_path):
     assert vocab["pause_id"] == 256 and vocab["kind"] == "bytes"
 
 
+def test_data_to_a_fifo_writes_no_vocab_beside_it(run_cli, tmp_path):
+    """-o /dev/null or a FIFO: the default vocab.json would land beside it (in /dev): none is written."""
+    import os
+    import subprocess
+
+    fifo = tmp_path / "t.npz"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        proc = run_cli(["cyb-train", "data", "--source", "arith", "--arith-problems", "200", "-o", fifo])
+    finally:
+        try:  # a reader still waiting (nothing was written) gets its end of file
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # ENXIO: the reader is gone already
+            pass
+        drained = reader.communicate(timeout=30)[0]
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert len(drained) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.npz"]
+
+
 def test_pretrain_outputs_and_eval(tiny, run_cli, tmp_path):
     folder, tokens, runs = tiny
     for run in runs.values():

@@ -14,6 +14,7 @@ class StagedFolder:
     def __init__(self, target: str | os.PathLike):
         self.target = Path(target)
         parent = self.target.resolve().parent
+        parent.mkdir(parents=True, exist_ok=True)  # as every folder output: missing parents are created
         self.stage = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".part", dir=parent))
 
     def path(self, *parts: str) -> Path:

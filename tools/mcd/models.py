@@ -80,10 +80,7 @@ def load_model(path):
         path = path / "model.safetensors"
     if path.suffix != ".safetensors":
         raise DataError(f"{path}: not a checkpoint (give a .safetensors file or the folder holding one)")
-    try:
-        tensors, sidecar = checkpoint.load(path)
-    except UnicodeDecodeError:
-        raise DataError(f"{checkpoint.sidecar_path(path)}: the sidecar is not UTF-8 JSON") from None
+    tensors, sidecar = checkpoint.load(path)
     try:
         cfg = TransformerConfig(**sidecar["config"])
     except (KeyError, TypeError) as exc:
