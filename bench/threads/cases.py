@@ -130,6 +130,7 @@ NOT_MEASURED = {
     "cita-train": "no -j: small MLP, torch held at one thread",
     "cita-rank": "no -j: one batched forward pass",
     "cita-eval": "no -j: episodes replayed one at a time",
+    "vesper-eval": "no -j: MuJoCo scenes simulated and scored one at a time",
     "irt-sim": "-j only on `sweep`, whose fits are irt-fit's (measured above)",
 }
 

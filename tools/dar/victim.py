@@ -19,8 +19,10 @@ import numpy as np
 from methodkit.core import checkpoint
 from methodkit.core.backend import DEVICES
 from methodkit.core.errors import DataError, RunFailure, UsageError
-from methodkit.core.outputs import Terminated
-from methodkit.core.outputs import sigterm_raises  # SIGTERM -> Terminated within the block
+from methodkit.core.outputs import (
+    Terminated,
+    sigterm_raises,  # SIGTERM -> Terminated within the block
+)
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.core.train import TrainConfig, batch_indices, train
 from methodkit.tools.dar.choices import ARCHS
