@@ -169,6 +169,10 @@ class OutputPath(click.ParamType):
         """The path itself and the sidecars the command writes beside it."""
         from pathlib import Path
 
+        from methodkit.core.outputs import writes_beside
+
+        if not writes_beside(value):  # -o /dev/null or a FIFO: the command writes no sidecar into /dev
+            return [value]
         extra = [str(Path(value).with_suffix(s)) if isinstance(s, str) else str(s(value)) for s in self.sidecars]
         return [value, *extra]
 

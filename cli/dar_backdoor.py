@@ -307,7 +307,9 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
                               batch_size=batch_size, augment=augment, device=r.params.get("device") or "auto",
                               alphas=alphas, budget=budget, n=len(x), seeds=tuple(range(r.seed, r.seed + seeds)),
                               methods=chosen, defenses=chosen_defenses, kappa=kappa, operator=operator)  # fmt: skip
-    partial = commands.PartialRows(r.output + ".partial.jsonl") if r.output != "-" else None
+    from methodkit.core.outputs import writes_beside
+
+    partial = commands.PartialRows(r.output + ".partial.jsonl") if writes_beside(r.output) else None
     with r.progress() as cb:
         result = run(x, y, xt, yt, classes, cfg, progress=cb, kd_data=kd, on_row=partial)
     r.emit_table(pd.DataFrame(result.rows))

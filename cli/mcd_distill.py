@@ -110,7 +110,10 @@ def data_cmd(task, n_tasks, math_share, eval_n, val, output, **_):
     built.tokens.save(output, force=run.force)
     import pandas as pd
 
-    io.write_table(pd.DataFrame(built.suites), Path(output).with_suffix(".jsonl"), force=run.force)
+    from methodkit.core.outputs import writes_beside
+
+    if writes_beside(output):  # the eval suites beside the tokens; none beside /dev/null
+        io.write_table(pd.DataFrame(built.suites), Path(output).with_suffix(".jsonl"), force=run.force)
     run.emit_result(built.summary, output="-")
 
 

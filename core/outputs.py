@@ -60,6 +60,12 @@ def is_special(path: str | os.PathLike) -> bool:
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
+def writes_beside(path: str | os.PathLike | None) -> bool:
+    """Whether files may be written beside OUTPUT (sidecars, partial rows): not for stdout or a special
+    target such as /dev/null or a FIFO, whose folder (/dev) is no place for them."""
+    return path not in (None, "", "-") and not is_special(path)
+
+
 def check_output(path: str | os.PathLike, *, force: bool = False, folder: bool = False, flag: str = "") -> None:
     """Raise UsageError now if writing `path` later would be refused or fail.
 

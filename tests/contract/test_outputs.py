@@ -174,3 +174,18 @@ def test_meta_is_written_last_and_only_on_success(tmp_path):
     proc = _run(["cbf-sim", "task", "--trials", "5", "-o", "t.csv", "--meta", "m.json"], tmp_path)
     assert proc.returncode == 2 and b"already exists" in proc.stderr
     assert {p: (tmp_path / p).read_bytes() for p in ("t.csv", "m.json")} == before
+
+
+def test_no_sidecar_is_claimed_or_written_beside_a_special_target(tmp_path):
+    """-o /dev/null or a FIFO: sidecars and partial rows would land in /dev (or beside the FIFO's reader)."""
+    from methodkit.cli._common import OutputPath
+    from methodkit.core.outputs import writes_beside
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with_sidecar = OutputPath(sidecars=(".jsonl",))
+    assert with_sidecar.written(str(tmp_path / "t.npz")) == [str(tmp_path / "t.npz"), str(tmp_path / "t.jsonl")]
+    assert with_sidecar.written(str(fifo)) == [str(fifo)]
+    assert writes_beside(str(tmp_path / "t.npz")) and not writes_beside(str(fifo)) and not writes_beside("-")
+    if _devnull_is_a_device():
+        assert with_sidecar.written("/dev/null") == ["/dev/null"] and not writes_beside("/dev/null")
