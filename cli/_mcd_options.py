@@ -138,3 +138,11 @@ def required(**flags) -> None:
     for flag, value in flags.items():
         if not value:
             raise click.UsageError(f"Missing option '--{flag.replace('_', '-')}'")
+
+
+def window_length(ctx: int | None, teacher_ctx: int) -> int:
+    """distill --ctx: the teacher's context unless given, never longer."""
+    ctx = ctx or teacher_ctx
+    if ctx > teacher_ctx:
+        raise click.UsageError(f"--ctx {ctx} exceeds the teacher's context {teacher_ctx}")
+    return ctx

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import click
-
 from methodkit.cli import _mcd_options as opt
 from methodkit.cli._common import Run, common_options, input_argument, tool_group
 from methodkit.cli._mcd_options import DEMO  # noqa: F401  (make demo reads it here)
@@ -82,9 +80,6 @@ def data_cmd(task, n_tasks, math_share, eval_n, val, output, **_):
 @common_options("seed", "force", "meta", "quiet", "verbose")
 def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup, resume, out_dir, **_):
     """Pretrain the teacher (next-token LM) on a token file; final JSON on stdout."""
-    from pathlib import Path
-
-    from methodkit.core import io
     from methodkit.tools.mcd import commands as cmd
     from methodkit.tools.mcd import models, pretrain
 
@@ -103,10 +98,8 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
                                    folder, spec, progress)  # fmt: skip
     model.eval()
     val_ce = models.cross_entropy(model, val_w)
-    models.save_model(Path(folder) / "teacher.safetensors", model, tokenizer=tok.meta["tokenizer"],
-                      fingerprint=tok.fingerprint, extra={"val_ce": val_ce})  # fmt: skip
     summary = cmd.teacher_summary(preset, cfg, ctx, model, result, val_ce)
-    io.write_json(summary, Path(folder) / "config.json", force=True, indent=1)
+    cmd.save_teacher(folder, model, tok, summary)
     run.emit_result(summary, output="-")
 
 
@@ -116,11 +109,6 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
 @common_options("seed", "force", "meta", "quiet", "verbose")
 def transcoders_cmd(input, model_path, k, expansion, steps, batch_size, lr, warmup, out_dir, **_):
     """Train one TopK transcoder per MLP layer on the frozen model; FVU, L0 and dead % on stdout."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    from methodkit.core import io
     from methodkit.tools.mcd import commands as cmd
     from methodkit.tools.mcd import models, pretrain
     from methodkit.tools.mcd import transcoder as T
@@ -138,11 +126,7 @@ def transcoders_cmd(input, model_path, k, expansion, steps, batch_size, lr, warm
         result = pretrain.train_transcoders(model, tcs, train_w, val_w,
                                             cmd.train_cfg(steps, batch_size, lr, warmup, run.seed), progress)  # fmt: skip
     folder = models.ensure_folder(out_dir)
-    sha = models.weights_sha(model)
-    for row in result.rows:
-        T.save(Path(folder) / f"tc_L{row['layer']}.safetensors", tcs, row["layer"], model_sha=sha,
-               data_sha=tok.fingerprint, row=row)  # fmt: skip
-    io.write_table(pd.DataFrame(result.rows), Path(folder) / "tc_metrics.csv", force=True)
+    cmd.save_transcoders(folder, tcs, result, model, tok)
     run.emit_result(cmd.transcoder_summary(result), output="-")
 
 
@@ -153,9 +137,6 @@ def transcoders_cmd(input, model_path, k, expansion, steps, batch_size, lr, warm
 def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, node_threshold, edge_threshold,
               n_paths, as_json, output, **_):  # fmt: skip
     """Attribution graphs of a model at its top-1 next token; summary (or --json) on stdout."""
-    import numpy as np
-    import torch
-
     from methodkit.core.io import write_arrays
     from methodkit.tools.mcd import commands as cmd
     from methodkit.tools.mcd import graph as G
@@ -169,18 +150,9 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
     tcs, _ = T.load_set(tc_dir, model, models.weights_sha(model))
     cmd.threads()
     ctx = model.cfg.max_len
-    if prompt is not None:
-        x = torch.tensor([cmd.prompt_ids(prompt, ctx)])
-    else:
-        x, _ = models.Windows.cut(tok.stream("val"), ctx, n_windows, run.seed).batch(np.arange(n_windows))
-    T_len = x.shape[1]
-    pos = torch.tensor([[T_len - 1 - i for i in range(min(targets, T_len - 1))] for _ in range(x.shape[0])])
-    with torch.no_grad():
-        top1 = model(x).argmax(-1).gather(1, pos)
+    x = cmd.graph_inputs(tok, prompt, ctx, n_windows, run.seed)
     settings = G.GraphSettings(max_nodes, node_threshold, edge_threshold, n_paths)
-    graphs = G.build(model, tcs, x, pos, top1, settings)
-    paths, weights, empty = G.pathways(graphs, n_paths)
-    summary = G.summary(graphs, paths, weights, empty)
+    graphs, paths, weights, summary = cmd.graphs_at_top1(model, tcs, x, targets, settings, n_paths)
     if output:
         write_arrays(output, G.to_arrays(graphs, paths, weights), force=run.force)
     if as_json:
@@ -202,7 +174,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
     from methodkit.core import io
     from methodkit.tools.mcd import commands as cmd
     from methodkit.tools.mcd import distill as D
-    from methodkit.tools.mcd import losses, models, pretrain
+    from methodkit.tools.mcd import models, pretrain
     from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
@@ -212,11 +184,8 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
     models.require_same_tokenizer(models.tokenizer_of(t_side), tok.meta["tokenizer"], str(input))
     t_tcs, _ = T.load_set(tc_dir, teacher, models.weights_sha(teacher), max_fvu)
     cmd.threads()
-    ctx = ctx or teacher.cfg.max_len
-    if ctx > teacher.cfg.max_len:
-        raise click.UsageError(f"--ctx {ctx} exceeds the teacher's context {teacher.cfg.max_len}")
-    s_cfg = models.model_config(student, ctx, teacher.cfg.vocab_size, layers, width)
-    lmap = losses.layer_map(s_cfg.n_layers, teacher.cfg.n_layers, layer_map)
+    ctx = opt.window_length(ctx, teacher.cfg.max_len)
+    s_cfg, lmap = cmd.student_config(teacher, student, ctx, layers, width, layer_map)
     cfg = cmd.distill_config(kd=kd, tau=tau, lam=lam, lam_path=lam_path, lam_node=lam_node, n_targets=n_targets,
                              mcd_warmup=mcd_warmup, unbalanced=unbalanced, on_policy=on_policy, max_nodes=max_nodes,
                              n_paths=n_paths, steps=steps)  # fmt: skip
@@ -248,16 +217,13 @@ def eval_cmd(input, model_paths, teacher_path, tc_dir, tokens_path, n_prompts, m
 
     from methodkit.core import io
     from methodkit.tools.mcd import commands as cmd
-    from methodkit.tools.mcd import models
-    from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
     rows = io.read_jsonl(run.input_bytes(input))
     opt.required(model=model_paths)
     rows = cmd.first_per_suite(rows, n_prompts)
     tok = _load_tokens(run, tokens_path) if tokens_path else None
-    teacher = models.load_model(cmd.model_file(teacher_path))[0] if teacher_path else None
-    t_tcs = T.load_set(tc_dir, teacher, models.weights_sha(teacher))[0] if (tc_dir and teacher is not None) else None
+    teacher, t_tcs = cmd.eval_teacher(teacher_path, tc_dir)
     cmd.threads()
     out = []
     with run.progress() as progress:

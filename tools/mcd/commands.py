@@ -161,3 +161,75 @@ def score_model(path, rows, tok, teacher, t_tcs, mechanism_windows: int, seed: i
         rec["mlp_discrepancy"] = float(np.mean([c["discrepancy"] for c in checks]))
         rec["mlp_bound"] = float(np.mean([c["bound"] for c in checks]))
     return rec
+
+
+def graphs_at_top1(model, tcs, x, targets: int, settings, n_paths: int):
+    """`graph`: attribution graphs of windows x at the model's top-1 next token on the last `targets`
+    positions; the graphs, their top pathways and weights, and the summary."""
+    import torch
+
+    from methodkit.tools.mcd import graph as G
+
+    T_len = x.shape[1]
+    pos = torch.tensor([[T_len - 1 - i for i in range(min(targets, T_len - 1))] for _ in range(x.shape[0])])
+    with torch.no_grad():
+        top1 = model(x).argmax(-1).gather(1, pos)
+    graphs = G.build(model, tcs, x, pos, top1, settings)
+    paths, weights, empty = G.pathways(graphs, n_paths)
+    return graphs, paths, weights, G.summary(graphs, paths, weights, empty)
+
+
+def save_transcoders(folder, tcs, result, model, tok) -> None:
+    """tc_L{l}.safetensors per layer (bound to the model's weights and the data) and tc_metrics.csv."""
+    import pandas as pd
+
+    from methodkit.core import io
+    from methodkit.tools.mcd import models
+    from methodkit.tools.mcd import transcoder as T
+
+    sha = models.weights_sha(model)
+    for row in result.rows:
+        T.save(Path(folder) / f"tc_L{row['layer']}.safetensors", tcs, row["layer"], model_sha=sha,
+               data_sha=tok.fingerprint, row=row)  # fmt: skip
+    io.write_table(pd.DataFrame(result.rows), Path(folder) / "tc_metrics.csv", force=True)
+
+
+def student_config(teacher, student, ctx: int, layers, width, layer_map):
+    """The student's model config (on the teacher's vocabulary) and its layer map to the teacher."""
+    from methodkit.tools.mcd import losses, models
+
+    s_cfg = models.model_config(student, ctx, teacher.cfg.vocab_size, layers, width)
+    return s_cfg, losses.layer_map(s_cfg.n_layers, teacher.cfg.n_layers, layer_map)
+
+
+def eval_teacher(teacher_path, tc_dir):
+    """`eval --teacher/--teacher-tc`: the teacher and its transcoders (None where not given)."""
+    from methodkit.tools.mcd import models
+    from methodkit.tools.mcd import transcoder as T
+
+    teacher = models.load_model(model_file(teacher_path))[0] if teacher_path else None
+    t_tcs = T.load_set(tc_dir, teacher, models.weights_sha(teacher))[0] if (tc_dir and teacher is not None) else None
+    return teacher, t_tcs
+
+
+def graph_inputs(tok, prompt: str | None, ctx: int, n_windows: int, seed: int):
+    """`graph`: the (batch, T) token ids: the --prompt's bytes, else n_windows windows of the val split."""
+    import numpy as np
+    import torch
+
+    from methodkit.tools.mcd import models
+
+    if prompt is not None:
+        return torch.tensor([prompt_ids(prompt, ctx)])
+    x, _ = models.Windows.cut(tok.stream("val"), ctx, n_windows, seed).batch(np.arange(n_windows))
+    return x
+
+
+def save_teacher(folder, model, tok, summary: dict) -> None:
+    """teacher.safetensors (with the tokenizer, the data fingerprint and val CE) and config.json."""
+    from methodkit.core import io
+    from methodkit.tools.mcd import models
+
+    models.save_model(Path(folder) / "teacher.safetensors", model, tokenizer=tok.meta["tokenizer"],
+                      fingerprint=tok.fingerprint, extra={"val_ce": summary["val_ce"]})  # fmt: skip
+    io.write_json(summary, Path(folder) / "config.json", force=True, indent=1)
