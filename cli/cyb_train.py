@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import click
-
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group
-
-LOSS_CHOICES = ("ce", "ce-pause", "cyb-ap", "cyb-va", "cyb-dp")
-SOURCE_HELP = "enwiki (cleaned gensim Wikipedia), lee (news), fortunes (Debian), arith (synthetic), text:FILE."
-
-DEMO = [
-    DemoStep(
-        "cyb-train data --source arith --arith-problems 3000 -o tok.npz -q > /dev/null && "
-        "cyb-train pretrain tok.npz --loss cyb-ap --ctx 64 --layers 2 --d-model 64 --steps 40 --batch-size 16 "
-        "--warmup 10 --val-windows 8 -j 1 -o run -q",
-        "arith, 3000 additions, 40 steps",
-        "val.bpc_marginal",
-        "CYB-AP val bits/char",
-    )
-]
+from methodkit.cli import _cyb_options as opt
+from methodkit.cli._common import Run, common_options, input_argument, tool_group
+from methodkit.cli._cyb_options import DEMO  # noqa: F401  (make demo reads it here)
 
 
 @tool_group(name="cyb-train")
@@ -66,18 +52,7 @@ def main():
 
 
 @main.command("data")
-@click.option("--source", default="enwiki", show_default=True, help=SOURCE_HELP)
-@click.option("--tokenizer", default="bytes", show_default=True, help="bytes, or bpe:N (trained on the train split).")
-@click.option("--val", type=click.FloatRange(0, 1, max_open=True), default=0.1, show_default=True,
-              help="Share of documents held out (by document).")  # fmt: skip
-@click.option("--arith-digits", type=click.IntRange(min=1, max=9), default=4, show_default=True, help="arith: digits.")
-@click.option("--arith-problems", type=click.IntRange(min=1), default=20000, show_default=True,
-              help="arith: additions.")  # fmt: skip
-@click.option("--arith-per-doc", type=click.IntRange(min=1), default=50, show_default=True,
-              help="arith: additions per document.")  # fmt: skip
-@click.option("--arith-reverse", is_flag=True, help="arith: write numbers least significant digit first.")
-@click.option("--vocab", "vocab_path", type=OutputPath(), default=None, metavar="PATH",
-              help="Also write the tokenizer here [default: vocab.json beside -o; none when -o is /dev/null or a FIFO].")  # fmt: skip
+@opt.data_options
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc, arith_reverse, vocab_path, **_):
     """Build a token file (tokens.npz: ids, document offsets, split) and its vocab.json.
@@ -85,17 +60,13 @@ def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc
     Documents are split by a seeded permutation (no held-out text is trained on). Prints
     sizes and split counts as one JSON line.
     """
-    from pathlib import Path
-
     from methodkit.core.errors import UsageError
+    from methodkit.tools.cyb import commands as cmd
 
     run = Run.from_context()
     if run.output == "-":
         raise UsageError("data writes a binary NPZ: pass -o FILE.npz")
-    from methodkit.core.outputs import is_special
-
-    if vocab_path is None and not is_special(run.output):  # -o /dev/null or a FIFO: no vocab.json in /dev
-        vocab_path = str(Path(run.output).parent / "vocab.json")
+    vocab_path = cmd.default_vocab_path(run.output, vocab_path)
     if vocab_path:
         run.claim_outputs(vocab_path)
     from methodkit.core import io
@@ -106,159 +77,32 @@ def data_cmd(source, tokenizer, val, arith_digits, arith_problems, arith_per_doc
     corpus = load_source(source, run.seed, spec)
     token_file, tok = build(corpus, tokenizer, val=val, seed=run.seed)
     token_file.save(run.output, force=run.force)
-    vocab = {**tok.spec(), "pause_id": tok.vocab_size, "dk_index": tok.vocab_size}
-    if tok.kind != "bytes":
-        vocab["tokenizer_json"] = tok.to_json()
     if vocab_path:
-        io.write_json(vocab, vocab_path, force=run.force, indent=1)
-    run.emit_result(
-        {
-            "output": run.output,
-            "corpus": corpus.name,
-            "documents": token_file.n_documents,
-            "tokens": token_file.n_tokens(),
-            "train_tokens": token_file.n_tokens("train"),
-            "val_tokens": token_file.n_tokens("val"),
-            "train_documents": int((token_file.split == 0).sum()),
-            "val_documents": int((token_file.split == 1).sum()),
-            "tokenizer": tok.spec(),
-        },
-        output="-",
-    )
+        io.write_json(cmd.vocab_record(tok), vocab_path, force=run.force, indent=1)
+    run.emit_result(cmd.data_summary(run.output, corpus, token_file, tok), output="-")
 
 
 # ---------------------------------------------------------------- training
 
 
-def _training_options(f):
-    options = [
-        click.option("--loss", type=click.Choice(LOSS_CHOICES), default="cyb-ap", show_default=True, help="Loss."),
-        click.option(
-            "--max-pauses",
-            "-K",
-            "max_pauses",
-            type=click.IntRange(min=0),
-            default=2,
-            show_default=True,
-            help="K: pause slots per token (ce uses 0).",
-        ),
-        click.option("--gamma", type=float, default=0.9, show_default=True, help="cyb-ap: discount per pause."),
-        click.option(
-            "--anytime",
-            "--ap-anytime",
-            "anytime",
-            type=float,
-            default=0.5,
-            show_default=True,
-            help="CYB losses: weight of the mean forced-answer CE over all K+1 slots.",
-        ),
-        click.option("--beta", type=float, default=0.1, show_default=True, help="cyb-va: KL weight."),
-        click.option(
-            "--prior",
-            default="geometric:0.5",
-            show_default=True,
-            help="cyb-va: prior over stopping slots: geometric:P, uniform or K+1 weights.",
-        ),
-        click.option(
-            "--tau",
-            type=float,
-            default=0.01,
-            show_default=True,
-            help="cyb-dp: cost per pause (start value with --budget).",
-        ),
-        click.option("--budget", type=float, default=None, help="cyb-dp: mean pauses target (dual ascent on tau)."),
-        click.option("--tau-lr", type=float, default=0.01, show_default=True, help="cyb-dp: dual-ascent step."),
-        click.option(
-            "--pause-mask",
-            type=click.Choice(("private", "visible")),
-            default="private",
-            show_default=True,
-            help="private: real tokens never see pauses; visible: the ablation.",
-        ),
-        click.option("--ctx", type=click.IntRange(min=2), default=128, show_default=True, help="Real tokens/window."),
-        click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True, help="Decoder layers."),
-        click.option("--d-model", type=click.IntRange(min=8), default=128, show_default=True, help="Model width."),
-        click.option("--heads", type=click.IntRange(min=1), default=4, show_default=True, help="Attention heads."),
-        click.option(
-            "--tokens",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Training tokens; sets --steps = tokens / (batch x ctx).",
-        ),
-        click.option("--steps", type=click.IntRange(min=1), default=None, help="Optimizer steps [default: 200]."),
-        click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True, help="Windows/batch."),
-        click.option(
-            "--lr",
-            type=click.FloatRange(min=0, min_open=True),
-            default=3e-3,
-            show_default=True,
-            help="Peak learning rate.",
-        ),
-        click.option("--weight-decay", type=click.FloatRange(min=0), default=0.1, show_default=True, help="AdamW."),
-        click.option(
-            "--warmup",
-            type=click.IntRange(min=0),
-            default=200,
-            show_default=True,
-            help="Linear warmup steps (capped at a fifth of the steps).",
-        ),
-        click.option("--log-every", type=click.IntRange(min=1), default=50, show_default=True, help="Log every N."),
-        click.option(
-            "--val-windows",
-            type=click.IntRange(min=1),
-            default=64,
-            show_default=True,
-            help="Validation windows per log row.",
-        ),
-        click.option(
-            "--checkpoint-every",
-            type=click.IntRange(min=0),
-            default=0,
-            show_default=True,
-            help="Checkpoint every N steps (0: at the end).",
-        ),
-        click.option("--fail-on-collapse", is_flag=True, help="Stop (exit 3) when the pause policy collapses."),
-        click.option("--resume", is_flag=True, help="Continue from the checkpoint in -o DIR."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
 def _train(run: Run, tokens_path, out_dir, init, freeze_base, o) -> None:
     from methodkit.core.errors import UsageError
-    from methodkit.tools.cyb.config import LossConfig
+    from methodkit.tools.cyb import commands as cmd
 
     if not out_dir:
         raise UsageError("-o/--output DIR is required (the run folder to write)")
-    loss_cfg = LossConfig(
-        loss=o["loss"], max_pauses=o["max_pauses"], gamma=o["gamma"], anytime=o["anytime"], beta=o["beta"],
-        prior=o["prior"], tau=o["tau"], budget=o["budget"], tau_lr=o["tau_lr"], pause_mask=o["pause_mask"],
-    )  # fmt: skip
-    if o["tokens"] and o["steps"]:
-        raise UsageError("give --tokens or --steps, not both")
-    if o["d_model"] % o["heads"]:
-        raise UsageError(f"--d-model {o['d_model']} is not divisible by --heads {o['heads']}")
+    loss_cfg = cmd.loss_config(o)
+    cmd.check_shape(o)
     data = run.input_bytes(tokens_path) if tokens_path != "-" else None
     import torch
 
     from methodkit.core.text.tokens import TokenFile
-    from methodkit.core.train import TrainConfig
-    from methodkit.tools.cyb.model import PauseModelConfig
-    from methodkit.tools.cyb.training import run_training, steps_for_tokens
+    from methodkit.tools.cyb.training import run_training
 
     torch.set_num_threads(max(1, run.threads()))
     token_file = TokenFile.load(tokens_path if data is not None else _stdin_tokens(run))
-    model_cfg = PauseModelConfig(
-        base_vocab=int(token_file.meta["tokenizer"]["vocab_size"]), d_model=o["d_model"], n_layers=o["layers"],
-        n_heads=o["heads"], ctx=o["ctx"], max_pauses=loss_cfg.max_pauses, pause_mask=loss_cfg.pause_mask,
-    )  # fmt: skip
-    steps = o["steps"] or (steps_for_tokens(o["tokens"], o["batch_size"], o["ctx"]) if o["tokens"] else 200)
-    train_cfg = TrainConfig(
-        steps=steps, batch_size=o["batch_size"], lr=o["lr"], weight_decay=o["weight_decay"], beta1=0.9, beta2=0.95,
-        warmup=min(o["warmup"], steps // 5), log_every=min(o["log_every"], steps),
-        checkpoint_every=o["checkpoint_every"], seed=run.seed,
-    )  # fmt: skip
+    model_cfg = cmd.model_config(o, loss_cfg, int(token_file.meta["tokenizer"]["vocab_size"]))
+    train_cfg = cmd.train_config(o, run.seed)
     from methodkit.cli._common import warn
 
     with run.progress() as cb:
@@ -271,8 +115,7 @@ def _train(run: Run, tokens_path, out_dir, init, freeze_base, o) -> None:
 
     from methodkit.core import io
 
-    config = {"model": model_cfg.to_dict(), "loss": loss_cfg.to_dict(), "tokens": tokens_path, "init": init,
-              "freeze_base": freeze_base, "steps": steps, "seed": run.seed}  # fmt: skip
+    config = cmd.run_record(model_cfg, loss_cfg, tokens_path, init, freeze_base, train_cfg.steps, run.seed)
     io.write_json(config, Path(out_dir) / "config.json", force=True, indent=1)
     run.emit_result({"output": out_dir, **result.to_dict()}, output="-")
 
@@ -285,7 +128,7 @@ def _stdin_tokens(run: Run):
 
 @main.command("pretrain")
 @input_argument("data")
-@_training_options
+@opt.training_options
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose", output_kind="folder")
 def pretrain_cmd(data, **o):
     """Train from scratch with --loss on DATA (a token file from `data`) into -o DIR.
@@ -299,9 +142,8 @@ def pretrain_cmd(data, **o):
 
 @main.command("finetune")
 @input_argument("data")
-@click.option("--init", metavar="DIR", help="A cyb-train checkpoint (a ce run, or a pause run) [required].")
-@click.option("--freeze-base", is_flag=True, help="Train only the embeddings, the head and the DK bias.")
-@_training_options
+@opt.finetune_options
+@opt.training_options
 @common_options("output", "seed", "device", "threads", "force", "meta", "quiet", "verbose", output_kind="folder")
 def finetune_cmd(data, init, freeze_base, **o):
     """Fine-tune a checkpoint with a pause loss: a ce model gains the <pause> embedding (the mean
@@ -320,14 +162,7 @@ def finetune_cmd(data, init, freeze_base, **o):
 
 
 @main.command("eval")
-@click.argument("tokens", metavar="TOKENS")
-@click.argument("checkpoints", nargs=-1, required=True, metavar="CHECKPOINT...")
-@click.option("--split", type=click.Choice(("val", "train")), default="val", show_default=True, help="Split scored.")
-@click.option("--windows", type=click.IntRange(min=1), default=None, help="Score only the first N windows.")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="Greedy policy: pause while d_k > threshold.")  # fmt: skip
-@click.option("--metrics", "metrics_path", type=OutputPath(), default=None, metavar="PATH",
-              help="Write metrics.json (with the pause histograms per token class) here.")  # fmt: skip
+@opt.eval_options
 @common_options("output", "format", "threads", "force", "meta", "quiet", "verbose")
 def eval_cmd(tokens, checkpoints, split, windows, threshold, metrics_path, **_):
     """Score checkpoints on a split of TOKENS; a TSV row per checkpoint.
@@ -357,10 +192,7 @@ def eval_cmd(tokens, checkpoints, split, windows, threshold, metrics_path, **_):
 
 @main.command("pauses")
 @input_argument()
-@click.option("--checkpoint", metavar="DIR", help="A cyb-train run folder [required].")
-@click.option("--policy", type=click.Choice(("greedy", "sample")), default="greedy", show_default=True,
-              help="greedy: pause while d_k > threshold; sample: pause with probability d_k.")  # fmt: skip
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Greedy threshold.")
+@opt.pauses_options
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def pauses_cmd(input, checkpoint, policy, threshold, **_):
     """For text on stdin, one JSON line per predicted token: token, context, n_pauses, DK
@@ -387,15 +219,7 @@ def pauses_cmd(input, checkpoint, policy, threshold, **_):
 
 
 @main.command("generate")
-@click.option("--checkpoint", required=True, metavar="DIR", help="A cyb-train run folder.")
-@click.option("--prompt", default="The ", show_default=True, help="Text to continue.")
-@click.option("-n", "--new-tokens", type=click.IntRange(min=1), default=80, show_default=True, help="Tokens to add.")
-@click.option("--temperature", type=click.FloatRange(min=0), default=0.0, show_default=True, help="0 = greedy.")
-@click.option("--top-k", type=click.IntRange(min=1), default=None, help="Sample among the top k answers.")
-@click.option("--policy", type=click.Choice(("greedy", "sample")), default="greedy", show_default=True,
-              help="Pause policy.")  # fmt: skip
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Greedy threshold.")
-@click.option("--marks/--no-marks", default=True, show_default=True, help="Put ⟂ before a token per pause taken.")
+@opt.generate_options
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def generate_cmd(checkpoint, prompt, new_tokens, temperature, top_k, policy, threshold, marks, **_):
     """Continue --prompt with adaptive pauses; prints the text (⟂ marks the pauses taken)."""
