@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from methodkit.tools.cuvet import bayes, synth
+from methodkit.tools.cuvet import bayes, kernels, synth
 from methodkit.tools.cuvet import model as M
 from methodkit.tools.cuvet.data import CostSpec, load_rct
 
@@ -61,6 +61,13 @@ def test_fitted_lambda_solves_the_posterior_first_order_condition(which, request
         shares = np.array([lf.share for lf in m.leaves])
         assert shares @ np.array([lf.spend for lf in m.leaves]) == pytest.approx(m.budget_per_user, rel=1e-6)
     assert m.variant == "cuvet-b" and m.posterior is not None
+    # the posterior frontier: every usable arm with a positive cost increment, where the empirical hull drops some
+    dropped = 0
+    for lf in m.leaves:
+        dc, _, _, ok = kernels.increments(lf.stats)
+        assert lf.arms == [0, *sorted((a for a in range(1, m.n_arms) if ok[a] and dc[a] > 0), key=lambda a: dc[a])]
+        dropped += len(lf.arms) - len(M.leaf_from_stats(lf.stats, m.beta_root, N_ROWS).arms)
+    assert dropped > 0
     spend = np.array([lf.spend for lf in m.leaves])
     live = _interior(m.leaves, spend)
     assert live.any()
