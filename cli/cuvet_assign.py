@@ -42,6 +42,18 @@ _COST_OPTIONS = [
 _FEATURE_OPTIONS = [
     click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns]."),
     click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable)."),
+    click.option(
+        "--categorical",
+        metavar="COL",
+        multiple=True,
+        help="Split this numeric feature as categories, e.g. an integer id (repeatable).",
+    ),
+    click.option(
+        "--numeric",
+        metavar="COL",
+        multiple=True,
+        help="Keep this integer feature a number though its name reads as an id (repeatable).",
+    ),
 ]
 _STRATA_OPTIONS = [
     click.option(
@@ -86,7 +98,8 @@ def _load(run: Run, frame, spec, opts, strata=None, columns=True):
     from methodkit.tools.cuvet.commands import rct
 
     feats = (opts.get("features"), opts.get("exclude", ())) if columns else (None, ())
-    data = rct(frame, opts["treatment"], opts["value"], spec, opts["id_col"], *feats, strata)
+    kinds = (opts.get("categorical", ()), opts.get("numeric", ())) if columns else ((), ())
+    data = rct(frame, opts["treatment"], opts["value"], spec, opts["id_col"], *feats, strata, *kinds)
     for message in data.warnings:
         warn(run.tool.split()[0], message)
     return data

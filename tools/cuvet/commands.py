@@ -33,10 +33,22 @@ def check_budget(budget: float | None, budget_frac: float | None) -> None:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
 
 
-def rct(frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None) -> RCT:
+def rct(
+    frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None, categorical=(), numeric=()
+) -> RCT:
     """The RCT of a table under the column flags (--features a comma list, --strata a column)."""
     feats = [f for f in features.split(",") if f] if features else None
-    data = load_rct(frame, treatment, value, spec, feats, id_col, tuple(exclude))
+    data = load_rct(
+        frame,
+        treatment,
+        value,
+        spec,
+        feats,
+        id_col,
+        tuple(exclude),
+        categorical=tuple(categorical),
+        numeric=tuple(numeric),
+    )
     if strata is not None:
         require_columns(frame, [strata], "--strata")
         data.strata = frame[strata].to_numpy()[data.rows]
