@@ -80,3 +80,34 @@ def test_cli_categorical_and_numeric_flags(run_cli, tmp_path):
     assert flags.returncode == 0, flags.stderr
     assert b"villnum" not in flags.stderr
     assert list(json.loads((tmp_path / "b.json").read_text())["levels"]) == ["age"]
+
+
+def test_a_test_table_is_coded_with_the_training_levels():
+    """bench --test: a test file that lacks a village gets the training table's codes, not its own."""
+    from methodkit.tools.cuvet.commands import rct
+
+    f = _frame(3000)
+    train = rct(f, "t", "y", COSTS, None)
+    g = f[f.villnum != 1].reset_index(drop=True)
+    own = rct(g, "t", "y", COSTS, None)
+    test = rct(g, "t", "y", COSTS, None, levels=train.levels)
+    j = train.features.index("villnum")
+    want = np.array([train.levels["villnum"].index(str(v)) for v in g.villnum])
+    assert np.array_equal(test.X[:, j], want) and not np.array_equal(own.X[:, j], want)
+    assert not any("villnum" in w and "identifier" in w for w in test.warnings)
+
+
+def test_cli_bench_codes_the_test_file_with_the_training_levels(run_cli, tmp_path):
+    _frame(4000, 0).to_csv(tmp_path / "tr.csv", index=False)
+    g = _frame(4000, 1)
+    g[g.villnum != 1].to_csv(tmp_path / "te.csv", index=False)  # one village fewer: its own codes would shift
+    out = run_cli(
+        ["cuvet-assign", "bench", tmp_path / "tr.csv", "--test", tmp_path / "te.csv", "--treatment", "t"]
+        + ["--value", "y", "--arm-costs", "0,1,2", "--budgets", "0.4", "--methods", "cuvet,uniform"]
+        + ["-o", tmp_path / "b.csv"]
+    )
+    assert out.returncode == 0, out.stderr
+    assert b"te.csv: feature 'villnum'" not in out.stderr  # coded by the training table, not detected anew
+    rows = pd.read_csv(tmp_path / "b.csv")
+    split = rows[(rows.method == "cuvet") & (rows.leaves > 1)]
+    assert len(split) and (split.value > rows[rows.method == "uniform"].value.max()).all()

@@ -34,9 +34,21 @@ def check_budget(budget: float | None, budget_frac: float | None) -> None:
 
 
 def rct(
-    frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None, categorical=(), numeric=()
+    frame,
+    treatment,
+    value,
+    spec,
+    id_col,
+    features=None,
+    exclude=(),
+    strata=None,
+    categorical=(),
+    numeric=(),
+    levels=None,
 ) -> RCT:
-    """The RCT of a table under the column flags (--features a comma list, --strata a column)."""
+    """The RCT of a table under the column flags (--features a comma list, --strata a column).
+
+    `levels` (a training table's) codes the categorical features as that table did (bench --test)."""
     feats = [f for f in features.split(",") if f] if features else None
     data = load_rct(
         frame,
@@ -48,6 +60,7 @@ def rct(
         tuple(exclude),
         categorical=tuple(categorical),
         numeric=tuple(numeric),
+        levels=levels,
     )
     if strata is not None:
         require_columns(frame, [strata], "--strata")

@@ -294,8 +294,8 @@ def load_rct(
     both = set(categorical) & set(numeric)
     if both:
         raise UsageError(f"column '{sorted(both)[0]}' is given both --categorical and --numeric")
-    known = set(levels or {})
-    id_like = id_like_columns(frame.iloc[rows], features, skip={*categorical, *numeric, *known})
+    # with `levels` (a model's or a training table's coding) the categorical features are those it lists
+    id_like = [] if levels is not None else id_like_columns(frame.iloc[rows], features, skip={*categorical, *numeric})
     for col in id_like:
         n_lev = frame[col].iloc[rows].nunique()
         warnings.append(
