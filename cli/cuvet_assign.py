@@ -42,6 +42,18 @@ _COST_OPTIONS = [
 _FEATURE_OPTIONS = [
     click.option("--features", metavar="A,B,...", default=None, help="Feature columns [default: all other columns]."),
     click.option("--exclude", metavar="COL", multiple=True, help="Leave this column out of the features (repeatable)."),
+    click.option(
+        "--categorical",
+        metavar="COL",
+        multiple=True,
+        help="Split this numeric feature as categories, e.g. an integer id (repeatable).",
+    ),
+    click.option(
+        "--numeric",
+        metavar="COL",
+        multiple=True,
+        help="Keep this integer feature a number though its name reads as an id (repeatable).",
+    ),
 ]
 _STRATA_OPTIONS = [
     click.option(
@@ -81,12 +93,13 @@ def _parse(run: Run, raw):
     return io.read_table(raw, run.params.get("in_format"))
 
 
-def _load(run: Run, frame, spec, opts, strata=None, columns=True):
-    """INPUT's RCT under the column flags; its warnings on stderr."""
+def _load(run: Run, frame, spec, opts, strata=None, columns=True, levels=None):
+    """INPUT's RCT under the column flags; its warnings on stderr (`levels`: code categories as a training table)."""
     from methodkit.tools.cuvet.commands import rct
 
     feats = (opts.get("features"), opts.get("exclude", ())) if columns else (None, ())
-    data = rct(frame, opts["treatment"], opts["value"], spec, opts["id_col"], *feats, strata)
+    kinds = (opts.get("categorical", ()), opts.get("numeric", ())) if columns else ((), ())
+    data = rct(frame, opts["treatment"], opts["value"], spec, opts["id_col"], *feats, strata, *kinds, levels)
     for message in data.warnings:
         warn(run.tool.split()[0], message)
     return data
@@ -454,7 +467,7 @@ def bench_cmd(input, **opts):
 
     def load_test():
         tframe = io.read_table(run.input_bytes(opts["test_path"]))
-        return _load(run, tframe, spec, opts, opts["strata"]), tframe
+        return _load(run, tframe, spec, opts, opts["strata"], levels=data.levels), tframe
 
     test = load_test if opts["test_path"] is not None else None
     splits = bench_splits(data, frame, opts["seeds"], run.seed, opts["folds"], test)

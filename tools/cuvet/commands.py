@@ -33,10 +33,35 @@ def check_budget(budget: float | None, budget_frac: float | None) -> None:
         raise DataError(f"the budget must be positive, got {budget if budget is not None else budget_frac}")
 
 
-def rct(frame, treatment, value, spec, id_col, features=None, exclude=(), strata=None) -> RCT:
-    """The RCT of a table under the column flags (--features a comma list, --strata a column)."""
+def rct(
+    frame,
+    treatment,
+    value,
+    spec,
+    id_col,
+    features=None,
+    exclude=(),
+    strata=None,
+    categorical=(),
+    numeric=(),
+    levels=None,
+) -> RCT:
+    """The RCT of a table under the column flags (--features a comma list, --strata a column).
+
+    `levels` (a training table's) codes the categorical features as that table did (bench --test)."""
     feats = [f for f in features.split(",") if f] if features else None
-    data = load_rct(frame, treatment, value, spec, feats, id_col, tuple(exclude))
+    data = load_rct(
+        frame,
+        treatment,
+        value,
+        spec,
+        feats,
+        id_col,
+        tuple(exclude),
+        categorical=tuple(categorical),
+        numeric=tuple(numeric),
+        levels=levels,
+    )
     if strata is not None:
         require_columns(frame, [strata], "--strata")
         data.strata = frame[strata].to_numpy()[data.rows]

@@ -6,6 +6,7 @@ paid on the outcome (Z = kappa_T * Y, a coupon paid on conversion).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SMD_WARN = 0.1
+# An integer feature with at least this many levels whose name reads as an identifier (villnum, hh_id, zipcode)
+# is split as categories, not as a number: its order means nothing (ours; --numeric keeps it a number).
+ID_MIN_LEVELS = 20
+ID_NAME = re.compile(r"(?i:(?:^|[_\-. ])id$)|[a-z0-9]I[dD]$|ID$|(?i:(?:num|nr|code|number|key)$)")
 
 
 @dataclass
@@ -97,10 +102,13 @@ def parse_arm_costs(text: str | None) -> list[float] | None:
         raise DataError(f"--arm-costs must be comma-separated numbers, got {text!r}") from None
 
 
-def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, list[str]] | None = None):
+def encode_features(
+    frame: pd.DataFrame, features: list[str], levels: dict[str, list[str]] | None = None, categorical=()
+):
     """Features as a float matrix: numeric as is, text/categorical as codes of their levels.
 
     With `levels` given (from a model), the same codes are used and unseen levels become NaN.
+    Columns in `categorical` are coded as levels even when numeric.
     """
     import pandas as pd  # here, not at import: the CLI checks its flags with CostSpec before loading pandas
 
@@ -110,11 +118,13 @@ def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, 
     out = np.empty((len(frame), len(features)))
     for j, col in enumerate(features):
         series = frame[col]
-        if col in known or not (pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series)):
+        is_num = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        if col in known or col in categorical or not (is_num or pd.api.types.is_bool_dtype(series)):
             if col not in known:
-                known[col] = sorted(str(v) for v in series.dropna().unique())
+                known[col] = _numeric_levels(series) if is_num else sorted(str(v) for v in series.dropna().unique())
             present = series.notna().to_numpy()
-            codes = pd.Categorical(series[present].astype(str).to_numpy(), categories=known[col]).codes
+            text = series[present].map(_level_text) if is_num else series[present].astype(str)
+            codes = pd.Categorical(text.to_numpy(), categories=known[col]).codes
             out[:, j] = np.nan
             out[present, j] = np.where(codes >= 0, codes, np.nan)  # -1: a level the model has not seen
         else:
@@ -124,6 +134,34 @@ def encode_features(frame: pd.DataFrame, features: list[str], levels: dict[str, 
                 raise DataError(f"{name}: {row_label(frame, int(bad[0]))}: feature '{col}' is infinite")
             out[:, j] = values
     return out, {k: v for k, v in known.items() if k in features}
+
+
+def _numeric_levels(series) -> list[str]:
+    """The levels of a numeric column read as categories: integers without '.0', in numeric order."""
+    values = np.unique(series.dropna().to_numpy(dtype="float64"))
+    return [_level_text(v) for v in values]
+
+
+def _level_text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def id_like_columns(frame: pd.DataFrame, features: list[str], skip=()) -> list[str]:
+    """Integer features with >= ID_MIN_LEVELS levels whose name reads as an identifier (villnum, hh_id)."""
+    import pandas as pd
+
+    out = []
+    for col in features:
+        series = frame[col]
+        if col in skip or not pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
+            continue
+        if not ID_NAME.search(str(col)):
+            continue
+        values = series.dropna().to_numpy(dtype="float64")
+        if values.size and np.all(np.isfinite(values) & (values == np.round(values))):
+            if np.unique(values).size >= ID_MIN_LEVELS:
+                out.append(col)
+    return out
 
 
 def stray_text_warnings(frame: pd.DataFrame, categorical: list[str]) -> list[str]:
@@ -152,8 +190,14 @@ def load_rct(
     exclude: tuple[str, ...] = (),
     levels: dict[str, list[str]] | None = None,
     n_arms: int | None = None,
+    categorical: tuple[str, ...] = (),
+    numeric: tuple[str, ...] = (),
 ) -> RCT:
-    """Validate an RCT table and return its arrays (rows with NaN treatment or value dropped)."""
+    """Validate an RCT table and return its arrays (rows with NaN treatment or value dropped).
+
+    `categorical` columns are split as categories even when numeric (--categorical); an integer feature
+    whose name reads as an id and that has many levels is too, with a warning, unless listed in `numeric`.
+    """
     import pandas as pd
 
     name = frame.attrs.get("source", "input")
@@ -244,7 +288,22 @@ def load_rct(
         features = [c for c in frame.columns if c not in used]
     if not features:
         raise DataError(f"{name}: no feature columns left; pass --features")
-    X, lev = encode_features(frame.iloc[rows], features, levels)
+    for col in (*categorical, *numeric):
+        if col not in features:
+            raise DataError(f"{name}: --categorical/--numeric column '{col}' is not a feature")
+    both = set(categorical) & set(numeric)
+    if both:
+        raise UsageError(f"column '{sorted(both)[0]}' is given both --categorical and --numeric")
+    # with `levels` (a model's or a training table's coding) the categorical features are those it lists
+    id_like = [] if levels is not None else id_like_columns(frame.iloc[rows], features, skip={*categorical, *numeric})
+    for col in id_like:
+        n_lev = frame[col].iloc[rows].nunique()
+        warnings.append(
+            f"{name}: feature '{col}' holds {n_lev} integer levels and its name reads as an identifier, so it is "
+            f"split as categories, not as a number; pass --numeric {col} if its order means something, "
+            f"or --exclude {col}"
+        )
+    X, lev = encode_features(frame.iloc[rows], features, levels, categorical=(*categorical, *id_like))
     warnings.extend(stray_text_warnings(frame, [f for f in lev if f not in (levels or {})]))
     data = RCT(X, list(features), lev, t, y, z, ids, k, cost, dropped, warnings, rows)
     if n_arms is None:
