@@ -49,10 +49,8 @@ def pipeline(tmp_path_factory, train_file, run_cli_module):
 
 @pytest.fixture(scope="module")
 def run_cli_module():
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
-    from conftest import _run
+    # imported as the package path: putting tests/ on sys.path made tests/core importable as bare `core`
+    from tests.conftest import _run
 
     return _run
 
