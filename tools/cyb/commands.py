@@ -14,9 +14,9 @@ from methodkit.core.errors import UsageError
 
 def default_vocab_path(output: str, vocab_path: str | None) -> str | None:
     """`data --vocab`: vocab.json beside -o unless given; none beside -o /dev/null or a FIFO (not in /dev)."""
-    from methodkit.core.outputs import is_special
+    from methodkit.core.outputs import writes_beside
 
-    if vocab_path is None and not is_special(output):
+    if vocab_path is None and writes_beside(output):
         return str(Path(output).parent / "vocab.json")
     return vocab_path
 
