@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import stat
 import sys
@@ -251,6 +252,57 @@ def atomic_write(path: str | os.PathLike, *, binary: bool = True, force: bool = 
             raise
     if deferred:  # after the block: the plan keeps SIGTERM raising until its commit
         _plan.add(tmp, target)
+
+
+class StagedFolder:
+    """A folder output written as a whole: files go to a hidden staging folder beside the target and
+    move into place only when the block completes (nothing is left on failure).
+
+    Missing parents are created, as for every folder output; a new folder gets 0777 & ~umask (the
+    staging folder mkdtemp makes is 0700, and the rename would keep that), an existing one keeps its
+    mode and receives the entries (it was checked empty, or --force was given, by check_output).
+    """
+
+    def __init__(self, target: str | os.PathLike):
+        self.target = Path(target)
+        parent = self.target.resolve().parent
+        parent.mkdir(parents=True, exist_ok=True)
+        self.stage = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.", suffix=".part", dir=parent))
+
+    def path(self, *parts: str) -> Path:
+        """Where a file goes (its folder is created)."""
+        p = self.stage.joinpath(*parts)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def commit(self) -> None:
+        if not self.target.exists():
+            os.chmod(self.stage, 0o777 & ~current_umask())
+            os.replace(self.stage, self.target)
+            return
+        for entry in sorted(self.stage.iterdir()):
+            dest = self.target / entry.name
+            if dest.is_dir() and entry.is_dir():
+                for sub in entry.iterdir():
+                    os.replace(sub, dest / sub.name)
+            else:
+                if dest.is_dir():
+                    shutil.rmtree(dest)
+                os.replace(entry, dest)
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+    def discard(self) -> None:
+        shutil.rmtree(self.stage, ignore_errors=True)
+
+    def __enter__(self) -> StagedFolder:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            with contextlib.suppress(OSError):
+                self.discard()
 
 
 class Terminated(SystemExit):

@@ -16,9 +16,9 @@ import numpy as np
 
 from methodkit.core import io
 from methodkit.core.errors import RunFailure
+from methodkit.core.outputs import StagedFolder
 from methodkit.core.progress import silent
 from methodkit.tools.causal_spatial import tasks
-from methodkit.tools.causal_spatial.folder import StagedFolder
 
 GENERATOR_VERSION = "1.0"
 MIN_PIXELS_AT_336 = 150

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from methodkit.core import io
 from methodkit.core.errors import DataError
+from methodkit.core.outputs import StagedFolder
 from methodkit.core.progress import silent
 from methodkit.tools.causal_spatial import bench_io, cow, grammar
-from methodkit.tools.causal_spatial.folder import StagedFolder
 
 COW_VERSION = "1.0"
 

@@ -127,8 +127,8 @@ def _window(traj, lo, hi):
 
 
 def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -> GenerateResult:
+    from methodkit.core.outputs import StagedFolder
     from methodkit.core.render import video
-    from methodkit.tools.causal_spatial.folder import StagedFolder
 
     sim = sc.Simulator()
     cam = TopDown(cfg.width, cfg.height)
