@@ -98,7 +98,7 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
     spec = {"model": cfg.to_dict(), "data": tok.fingerprint}
     with run.progress() as progress:
         result = pretrain.train_lm(model, train_w, val_w, cmd.train_cfg(steps, batch_size, lr, warmup, run.seed),
-                                   folder, spec, progress)  # fmt: skip
+                                   folder, spec, progress, resume=resume)  # fmt: skip
     model.eval()
     val_ce = models.cross_entropy(model, val_w)
     summary = cmd.teacher_summary(preset, cfg, ctx, model, result, val_ce)
@@ -201,7 +201,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
     with run.progress() as progress:
         result, bundle, s_tcs, lmap = D.distill(
             teacher, t_tcs, student_model, windows, cfg, cmd.train_cfg(steps, batch_size, lr, warmup, run.seed),
-            subset=subset, run_dir=folder, cache_dir=graph_cache, lmap=lmap, spec=spec, progress=progress,
+            subset=subset, run_dir=folder, cache_dir=graph_cache, lmap=lmap, spec=spec, progress=progress, resume=resume,
         )  # fmt: skip
     student_model.eval()
     cmd.save_student(folder, student_model, teacher, tok, cfg, lmap, bundle, s_tcs)

@@ -81,8 +81,12 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, pipeline, tmp_path):
     proc = _run(run_cli, "distill", "tok.npz", "--teacher", "t", "--teacher-tc", "tc", "--max-fvu", "0.0001",
                 "-o", str(tmp_path / "z"), cwd=work)  # fmt: skip
     assert_one_line_error(proc, "mcd-distill", "above --max-fvu 0.0001")
-    # transcoders of another model
-    proc = _run(run_cli, "graph", "--model", "s", "--transcoders", "tc", "--prompt", "abc", cwd=work)
+    # transcoders of another model (a second teacher of its own, so this test does not need the pipeline test's)
+    other_model = tmp_path / "t_other"
+    proc = _run(run_cli, "teacher", "tok.npz", "--preset", "micro", "--ctx", "24", "--steps", "2", "--batch-size", "2",
+                "--seed", "1", "-o", str(other_model), "-q", cwd=work)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()[-800:]
+    proc = _run(run_cli, "graph", "--model", str(other_model), "--transcoders", "tc", "--prompt", "abc", cwd=work)
     assert_one_line_error(proc, "mcd-distill", "trained on model")
     # a token file with another tokenizer than the teacher's
     import numpy as np
@@ -99,6 +103,22 @@ def test_bad_inputs_exit_2_with_one_line(run_cli, pipeline, tmp_path):
     proc = _run(run_cli, "teacher", str(tmp_path / "missing.npz"), "-o", str(tmp_path / "v"), cwd=work)
     assert_one_line_error(proc, "mcd-distill", "missing.npz")
     assert not (tmp_path / "v").exists()
+
+
+def test_teacher_resume_continues_from_the_checkpoint(run_cli, pipeline, tmp_path):
+    import shutil
+
+    shutil.copytree(pipeline / "t", tmp_path / "t")
+    shutil.copy(pipeline / "tok.npz", tmp_path / "tok.npz")
+    args = ["teacher", "tok.npz", "--preset", "micro", "--ctx", "24", "--batch-size", "8", "-o", "t", "-q"]
+    proc = _run(run_cli, *args, "--steps", "30", "--resume", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr.decode()[-800:]
+    out = json.loads(proc.stdout)
+    assert out["resumed_from"] == 20 and out["steps"] == 30
+    log = (tmp_path / "t" / "log.csv").read_text().splitlines()
+    assert int(log[1].split(",")[0]) <= 20 < int(log[-1].split(",")[0])  # the old rows kept, new ones appended
+    proc = _run(run_cli, *args, "--steps", "40", "--resume", "--width", "24", cwd=tmp_path)  # another model's checkpoint
+    assert proc.returncode == 2 and b"--width" not in proc.stdout, proc.stderr
 
 
 def test_selftest_bound(run_cli, tmp_path):

@@ -55,6 +55,7 @@ def teacher_summary(preset, cfg, ctx, model, result, val_ce) -> dict:
 
     return {"preset": preset, "layers": cfg.n_layers, "width": cfg.d_model, "ctx": ctx,
             "non_embedding_params": models.non_embedding_params(model), "steps": result.steps,
+            "resumed_from": result.resumed_from,
             "final_loss": result.final_loss, "val_ce": val_ce, "seconds": round(result.seconds, 2)}  # fmt: skip
 
 

@@ -157,7 +157,7 @@ class DistillResult:
 
 
 def distill(teacher, t_tcs, student, windows: models.Windows, cfg: DistillConfig, train_cfg: TrainConfig, *,
-            subset, run_dir=None, cache_dir=None, lmap=None, spec=None, progress=silent):  # fmt: skip
+            subset, run_dir=None, cache_dir=None, lmap=None, spec=None, progress=silent, resume=False):  # fmt: skip
     torch.manual_seed(train_cfg.seed)
     teacher.eval()
     for p in teacher.parameters():
@@ -247,7 +247,7 @@ def distill(teacher, t_tcs, student, windows: models.Windows, cfg: DistillConfig
         return row
 
     result = train(bundle, loss_fn, len(windows), train_cfg, run_dir=run_dir, spec=spec or {},
-                   model_config=student.cfg.to_dict(), evaluate=evaluate, progress=progress)  # fmt: skip
+                   model_config=student.cfg.to_dict(), evaluate=evaluate, progress=progress, resume=resume)  # fmt: skip
     reused = cache.loaded if cache is not None else 0
     if cache is not None:
         cache.save()

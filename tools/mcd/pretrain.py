@@ -14,7 +14,8 @@ from methodkit.tools.mcd import models
 from methodkit.tools.mcd import transcoder as T
 
 
-def train_lm(model, windows: models.Windows, val: models.Windows, cfg: TrainConfig, run_dir, spec, progress=silent):
+def train_lm(model, windows: models.Windows, val: models.Windows, cfg: TrainConfig, run_dir, spec, progress=silent,
+             resume: bool = False):
     def loss_fn(m, idx):
         x, y = windows.batch(idx)
         return F.cross_entropy(m(x).flatten(0, 1), y.flatten())
@@ -23,7 +24,7 @@ def train_lm(model, windows: models.Windows, val: models.Windows, cfg: TrainConf
         return {"val_ce": models.cross_entropy(m, val, 128)}
 
     return train(model, loss_fn, len(windows), cfg, run_dir=run_dir, spec=spec, model_config=model.cfg.to_dict(),
-                 evaluate=evaluate, progress=progress)  # fmt: skip
+                 evaluate=evaluate, progress=progress, resume=resume)  # fmt: skip
 
 
 @dataclass
