@@ -417,3 +417,14 @@ def _restore(trainer: Trainer, saved: tuple[dict, dict]) -> None:
 def check_routes(routes) -> None:
     if not routes:
         raise DataError("the training suite has no routes")
+
+
+def config_from_options(options: dict, seed: int) -> FinetuneConfig:
+    """finetune's FinetuneConfig from its command-line options (`--critical-events` a comma list)."""
+    import dataclasses
+
+    names = {field.name for field in dataclasses.fields(FinetuneConfig)}
+    values = {k: v for k, v in options.items() if k in names}
+    if isinstance(values.get("critical_events"), str):
+        values["critical_events"] = tuple(x.strip() for x in values["critical_events"].split(",") if x.strip())
+    return FinetuneConfig(**values, seed=seed)

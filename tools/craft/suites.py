@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from methodkit.core.errors import DataError
+from methodkit.core.errors import CheckFailed, DataError, UsageError
 
 FAMILIES = ("cruise-dense", "merge", "lane-drop", "exit", "cut-in", "stopped-vehicle")
 ROUTE_LENGTH = 600.0  # m (the issue's 1.2 km halved: CPU budget)
@@ -93,3 +93,31 @@ def fingerprint(routes: list[dict]) -> str:
     from methodkit.core.checkpoint import spec_hash
 
     return spec_hash({"routes": routes})
+
+
+
+def resolve(value: str, read_input, flag: str = "--suite") -> list[dict]:
+    """The routes a --suite value names: a built-in suite, or a suite JSON file (`-` is stdin) read
+    through `read_input(path)` (the command's input reader, so the file is named in errors)."""
+    from methodkit.core import io
+
+    if value in BUILTIN:
+        return builtin(value)
+    if value.endswith(".json") or value == "-":
+        data = read_input(value)
+        return parse(io.read_json(data), data.name)
+    raise UsageError(f"{flag} {value!r}: not a built-in suite ({', '.join(BUILTIN)}) nor a .json file")
+
+
+def check_backend(name: str) -> None:
+    """Only the Numba simulator can run counterfactual groups; say why highway-env cannot (exit 3)."""
+    if name != "highway-env":
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("highway_env") is None:
+        raise CheckFailed("--backend highway-env needs the highway-env package: pip install highway-env")
+    raise CheckFailed(
+        "--backend highway-env: highway-env cannot run the vocabulary policy's counterfactual groups "
+        "(no snapshot of its road); it is the parity reference of `methodkit-sim rollout --backend highway-env`"
+    )
