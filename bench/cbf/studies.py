@@ -13,6 +13,7 @@ rt-redraw: the false-positive groups of `rt` (same seeds), each tested twice: wi
         ambiguity); separates the simulator's RT from the design and the regression.
 rt-stream: one fixed null design (seeds 2000-2002), log RT noise drawn the simulator's way
         (SeedSequence([k, 1]), the response-noise block skipped) for `--redraws` seeds k = 10^6 + j.
+The task is `cbf-sim task`'s default (outcomes kept in 15-85); `--within none` gives the unconstrained walk.
 Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/cbf/studies.py lesion rt
 """
 
@@ -27,10 +28,18 @@ import numpy as np
 from scipy import stats
 
 
+def _task(args):
+    """The stovol2x2 task (seed 1) as `cbf-sim task` draws it: `--within design` (default) redraws each
+    condition until its outcomes lie in 15-85; `--within none` is the unconstrained walk of earlier runs."""
+    from methodkit.tools.cbf import data
+
+    return data.simulate_task(seed=1, within=None if args.within == "none" else "design")
+
+
 def lesion(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, fit
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     labels = ["healthy"] * args.per_group + ["vol-blind"] * args.per_group + ["sto-blind"] * args.per_group
     people = data.cohort_for_agents(task, len(labels), seed=2)
     params = agents.population_params("pf-beta", labels, np.random.default_rng(3), 4.0)
@@ -99,7 +108,7 @@ def lesion(args) -> dict:
 def rt(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
 
     def group(n, b, seed):
         people = data.cohort_for_agents(task, n, seed=seed)
@@ -152,7 +161,7 @@ def rt_fixed(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n = args.n
     people = data.cohort_for_agents(task, n, seed=2000)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(2001), 4.0)
@@ -183,7 +192,7 @@ def rt_redraw(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n = args.n
     rows = []
     start = time.perf_counter()
@@ -225,7 +234,7 @@ def rt_stream(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n, seed = args.n, 2000
     people = data.cohort_for_agents(task, n, seed=seed)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
@@ -265,11 +274,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--fp-seed", type=int, default=2000, help="seed of the first null group (group g: + 10 g)")
+    parser.add_argument("--within", choices=["design", "none"], default="design",
+                        help="task: outcomes kept in the design's range (cbf-sim task's default) or the plain walk")
     parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
         run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw, "rt-stream": rt_stream}[study]
-        print(json.dumps(run(args)), flush=True)
+        print(json.dumps({**run(args), "task": f"stovol2x2 seed 1, within {args.within}"}), flush=True)
 
 
 if __name__ == "__main__":
