@@ -41,13 +41,15 @@ def _theta(program, rng, batch=3, scale=1.0):
     return theta
 
 
-def test_sparsemax_kernel_matches_sorting_reference():
+@pytest.mark.parametrize("ptr", [[0, 3, 7, 12], [0, 40, 41, 73]], ids=["insertion-sort", "wide-groups"])
+def test_sparsemax_kernel_matches_sorting_reference(ptr):
     rng = np.random.default_rng(1)
-    theta = rng.normal(size=(5, 12))
-    ptr = np.array([0, 3, 7, 12])
+    ptr = np.array(ptr)
+    theta = rng.normal(size=(5, ptr[-1]))
+    theta[:, 1] = theta[:, 2]  # a tie
     out = sparsemax_segments(theta, ptr)
     for i in range(5):
-        for g in range(3):
+        for g in range(len(ptr) - 1):
             z = theta[i, ptr[g] : ptr[g + 1]]
             # reference: bisection on tau, sum(max(z - tau, 0)) = 1
             lo, hi = z.min() - 1, z.max()

@@ -16,17 +16,32 @@ def sparsemax_segments(theta, ptr):
 
     theta: (batch, n) with the groups laid out contiguously; returns (batch, n).
     Sort descending, find the support size k (largest k with 1 + k z_k > sum_{j<=k} z_j),
-    threshold tau = (sum_{j<=k} z_j - 1) / k, y = max(theta - tau, 0).
+    threshold tau = (sum_{j<=k} z_j - 1) / k, y = max(theta - tau, 0). One buffer for all groups:
+    an insertion sort for groups of at most 32 (no allocation per group), np.sort above.
     """
     batch, n = theta.shape
     out = np.zeros((batch, n))
+    width = 0
+    for g in range(ptr.shape[0] - 1):
+        width = max(width, ptr[g + 1] - ptr[g])
+    z = np.empty(width)
     for i in range(batch):
         for g in range(ptr.shape[0] - 1):
             lo, hi = ptr[g], ptr[g + 1]
-            z = np.sort(theta[i, lo:hi])[::-1]
+            size = hi - lo
+            if size > 32:
+                z[:size] = -np.sort(-theta[i, lo:hi])
+            else:
+                for a in range(size):  # insertion sort, descending
+                    v = theta[i, lo + a]
+                    b = a - 1
+                    while b >= 0 and z[b] < v:
+                        z[b + 1] = z[b]
+                        b -= 1
+                    z[b + 1] = v
             cumulative = 0.0
             tau = 0.0
-            for k in range(hi - lo):
+            for k in range(size):
                 cumulative += z[k]
                 t = (cumulative - 1.0) / (k + 1)
                 if z[k] > t:
