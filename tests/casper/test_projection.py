@@ -238,3 +238,23 @@ def test_threshold_kernel_matches_bisection_reference():
                 t = (lo + hi) / 2
                 lo, hi = (t, hi) if coef @ np.clip(z - coef * t, bottom, top) > b[g] else (lo, t)
             np.testing.assert_allclose(out[i, s], np.clip(z - coef * t, bottom, top), atol=1e-9)
+
+
+@pytest.mark.parametrize("loose", [False, True], ids=["groups-in-place", "with-a-loose-bool"])
+def test_one_hot_sparsemax_and_its_vjp_equal_newton(loose):
+    """The batched sparsemax path (groups in place, or gathered around a loose boolean) against Newton."""
+    variables = [{"name": f"x{g}", "domain": 3 + g % 4} for g in range(6)]
+    if loose:
+        variables.insert(2, {"name": "flag", "domain": "bool"})
+    program = compile_spec({"variables": variables, "constraints": []})
+    ours, ref = Projector(program), _newton_only(program)
+    assert ours.sparsemax and ours.in_place != loose
+    rng = np.random.default_rng(11)
+    theta = rng.normal(0.3, 1.0, size=(7, program.n))
+    mu, states = ours.project(theta)
+    expected, ref_states = ref.project(theta)
+    assert {s.method for s in states} == {"sparsemax"}
+    np.testing.assert_allclose(mu, expected, atol=1e-9)
+    assert max(s.residual for s in states) <= 1e-12
+    grad = rng.normal(size=theta.shape)
+    np.testing.assert_allclose(ours.vjp(states, grad), ref.vjp(ref_states, grad), atol=1e-9)

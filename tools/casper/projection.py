@@ -114,6 +114,8 @@ class Projector:
             self.coef = np.zeros(self.n)
             self.coef[coo.col] = coo.data
             self.group_coef = np.ascontiguousarray(self.coef[order])
+            # groups laid out in place, none empty: gathers and group sums need no index arrays
+            self.in_place = bool(np.array_equal(order, np.arange(self.n)) and np.all(np.diff(self.group_ptr) > 0))
         if self.sparsemax:
             self.full_factor = None
         else:
@@ -174,6 +176,8 @@ class Projector:
         """
         from threadpoolctl import threadpool_limits
 
+        if self.sparsemax and lower is None and upper is None:  # no BLAS call: skip the thread limit's cost
+            return self._project_sparsemax(np.ascontiguousarray(theta, dtype=np.float64))
         with threadpool_limits(limits=1, user_api="blas"):  # small systems: threads only contend
             return self._project(np.ascontiguousarray(theta, dtype=np.float64), lower, upper)
 
@@ -228,16 +232,19 @@ class Projector:
         from methodkit.tools.casper.kernels import sparsemax_segments
 
         program_A = self.program.A
-        mu = np.empty_like(theta)
-        mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
-        mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
-        states = []
-        for i in range(theta.shape[0]):
-            free = (mu[i] > 0) & (mu[i] < 1)
-            free[self.loose] = (theta[i, self.loose] > 0) & (theta[i, self.loose] < 1)
-            residual = float(np.max(np.abs(program_A @ mu[i] - self.b), initial=0.0))
-            states.append(RowState("ok", "sparsemax", 0, residual, free))
-        return mu, states
+        if self.in_place:
+            mu = sparsemax_segments(theta, self.group_ptr)
+        else:
+            mu = np.empty_like(theta)
+            mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
+            mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
+        free = (mu > 0) & (mu < 1)
+        if self.in_place:
+            residual = np.max(np.abs(np.add.reduceat(mu, self.group_ptr[:-1], axis=1) - self.b), axis=1, initial=0.0)
+        else:
+            free[:, self.loose] = (theta[:, self.loose] > 0) & (theta[:, self.loose] < 1)
+            residual = np.max(np.abs(program_A @ mu.T - self.b[:, None]), axis=0, initial=0.0)
+        return mu, [RowState("ok", "sparsemax", 0, float(r), f) for r, f in zip(residual, free)]
 
     def _project_one(self, theta: np.ndarray):
         self.row_tol = min(self.tol + TOL_REL * float(np.max(np.abs(theta), initial=0.0)), max(self.tol, TOL_MAX))
@@ -338,25 +345,28 @@ class Projector:
         """J g per row, J = D - D A^T (A D A^T)^+ A D."""
         grad = np.asarray(grad, dtype=np.float64)
         out = np.zeros_like(grad)
-        for i, state in enumerate(states):
-            if state.status != "ok":
-                continue
-            g = np.where(state.free, grad[i], 0.0)
-            if state.method in ("sparsemax", "threshold"):  # per row r: g_S - a_S (a_S . g_S) / (a_S . a_S)
-                coef = self.coef[self.group_order]
-                sums = np.bincount(
-                    self.group_of[self.group_order], weights=coef * g[self.group_order], minlength=self.program.m
-                )
-                counts = np.bincount(
-                    self.group_of[self.group_order],
-                    weights=coef * coef * state.free[self.group_order],
-                    minlength=self.program.m,
-                )
+        closed = [i for i, st in enumerate(states) if st.status == "ok" and st.method in ("sparsemax", "threshold")]
+        if closed:  # disjoint rows, all instances at once: per row r, g_S - a_S (a_S . g_S) / (a_S . a_S)
+            free = np.stack([states[i].free for i in closed])
+            g = np.where(free, grad[closed], 0.0)
+            if self.in_place:
+                starts = self.group_ptr[:-1]
+                sums = np.add.reduceat(g * self.coef, starts, axis=1)
+                counts = np.add.reduceat(free * (self.coef * self.coef), starts, axis=1)
+                mean = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+                g -= np.where(free, self.coef * np.repeat(mean, np.diff(self.group_ptr), axis=1), 0.0)
+            else:
+                A = self.program.A.tocsr()
+                sums = (A @ g.T).T
+                counts = (A.multiply(A) @ free.T.astype(np.float64)).T
                 mean = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
                 in_group = self.group_of >= 0
-                g[in_group] -= np.where(state.free[in_group], self.coef[in_group] * mean[self.group_of[in_group]], 0.0)
-                out[i] = g
+                g[:, in_group] -= np.where(free[:, in_group], self.coef[in_group] * mean[:, self.group_of[in_group]], 0.0)
+            out[closed] = g
+        for i, state in enumerate(states):
+            if state.status != "ok" or state.method in ("sparsemax", "threshold"):
                 continue
+            g = np.where(state.free, grad[i], 0.0)
             if state.factor is None:
                 out[i] = g
                 continue
