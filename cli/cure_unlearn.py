@@ -152,9 +152,9 @@ def forget_cmd(model, data, forget_path, forget_contributor, exclude_path, exclu
 
     run = Run.from_context()
     ds = _dataset(run, data)
-    agent0, meta0 = _model(model, ds, allow_dataset_mismatch, algo)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
     ids, warnings = forget_set(ds, _text(run, forget_path), forget_contributor, exclude)
+    agent0, meta0 = _model(model, ds, allow_dataset_mismatch, algo)
     for message in warnings:
         warn(PROG, message)
     run.threads(default=1)
@@ -198,12 +198,12 @@ def audit_cmd(data, models, forget_path, forget_contributor, exclude_path, exclu
 
     run = Run.from_context()
     ds = _dataset(run, data)
+    exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
+    ids, _ = forget_set(ds, _text(run, forget_path), forget_contributor, exclude)
     agents, metas = {}, {}
     for path in (original, reference_retrain, *models):
         if path and path not in agents:
             agents[path], metas[path] = _model(path, ds, allow_dataset_mismatch)
-    exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
-    ids, _ = forget_set(ds, _text(run, forget_path), forget_contributor, exclude)
     run.threads(default=1)
     keys = set(AuditConfig.__dataclass_fields__)
     cfg = AuditConfig(**{k: v for k, v in params.items() if k in keys - {"seed"}}, seed=run.seed)

@@ -31,11 +31,7 @@ def test_forget_refusals_exit_2_and_write_nothing(run_cli, tiny_files, tmp_path)
     folder, data, model = tiny_files
     out = tmp_path / "u.safetensors"
     ids = tmp_path / "ids.txt"
-    cases = [
-        ("5\n5\n", "duplicated ids 5"),
-        ("3\n99999\n", "ids not in"),
-        ("", "no forget set"),
-    ]
+    cases = [("5\n5\n", "duplicated ids 5")]  # the other id refusals: tests/cure/test_data.py
     for text, message in cases:
         ids.write_text(text)
         proc = run_cli(["cure-unlearn", "forget", model, data, "--forget", ids, "-o", out, *QUIET])
@@ -52,10 +48,14 @@ def test_forget_refusals_exit_2_and_write_nothing(run_cli, tiny_files, tmp_path)
 
 
 def test_dataset_mismatch_is_refused_unless_allowed(run_cli, tiny_files, tmp_path):
+    from methodkit.core import io
+    from methodkit.tools.cure.data import Spec, collect, default_spec
+
+    from .conftest import TINY_SPEC
+
     folder, data, model = tiny_files
     other = tmp_path / "other.npz"
-    assert run_cli(["cure-unlearn", "collect", "--scale", "0.1", "--chunk", "40", "--behaviour", "cpg", "--seed", "5", "-o", other,
-                    *QUIET]).returncode == 0  # fmt: skip
+    io.write_arrays(other, collect(Spec.parse(default_spec(**TINY_SPEC)), seed=5))
     out = tmp_path / "u.safetensors"
     argv = ["cure-unlearn", "forget", model, other, "--forget-contributor", "F-mix", "--steps", "4",
             "--baseline-steps", "4", "--calib-trajs", "4", "-o", out, *QUIET]  # fmt: skip
@@ -83,33 +83,38 @@ def test_bad_data_and_existing_output(run_cli, tiny_files, tmp_path):
     assert proc.returncode == 2 and out.read_text() == "keep"
 
 
-def test_same_seed_same_tensors(run_cli, tiny_files, tmp_path):
+def test_same_seed_same_tensors(run_cli, tiny_files, tmp_path, tiny_ds):
     from safetensors.numpy import load_file
+
+    from methodkit.tools.cure.train import train
 
     folder, data, model = tiny_files
     paths = []
-    for k, seed in enumerate((0, 0, 1)):
+    for k in range(2):
         path = tmp_path / f"m{k}.safetensors"
-        proc = run_cli(["cure-unlearn", "train", data, "--steps", "6", "--hidden", "8", "--seed", seed, "-o", path,
-                        *QUIET])  # fmt: skip
+        proc = run_cli(["cure-unlearn", "train", data, "--steps", "6", "--hidden", "8", "-o", path, *QUIET])
         assert proc.returncode == 0, proc.stderr
         paths.append(load_file(path))
     assert all((paths[0][k] == paths[1][k]).all() for k in paths[0])
-    assert any((paths[0][k] != paths[2][k]).any() for k in paths[0])
+    other = train(tiny_ds, "td3bc", steps=6, hidden=8, seed=1)[0].state_dict()
+    assert any((paths[0][k] != other[k].numpy()).any() for k in paths[0])
 
 
-@pytest.mark.parametrize("threshold, code", [("0", 3), ("1000", 0)])
-def test_audit_fail_above(run_cli, tiny_files, tmp_path, threshold, code):
+def test_audit_report_and_fail_above_exits_3(run_cli, tiny_files, tiny_ds):
+    from methodkit.tools.cure.backbones import save_model
+    from methodkit.tools.cure.train import train
+
     folder, data, model = tiny_files
     retrain = folder / "retrain.safetensors"
-    if not retrain.exists():
-        assert run_cli(["cure-unlearn", "train", data, "--steps", "30", "--hidden", "32", "--exclude-contributor",
-                        "F-mix", "-o", retrain, *QUIET]).returncode == 0  # fmt: skip
+    agent, info, _ = train(tiny_ds, "td3bc", steps=30, hidden=32, exclude=tiny_ds.ids_of("F-mix"))
+    save_model(retrain, agent, info, force=True)
     proc = run_cli(["cure-unlearn", "audit", data, "--original", model, "--reference-retrain", retrain, model,
                     "--forget-contributor", "F-mix", "--episodes", "1", "--max-episode-steps", "20", "--shadows",
-                    "3", "--shadow-steps", "3", "--fail-above", threshold, *QUIET])  # fmt: skip
-    assert proc.returncode == code, proc.stderr
+                    "3", "--shadow-steps", "3", "--fail-above", "0.5", *QUIET])  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert "fir 1.000 of" in proc.stderr.decode()
     report = json.loads(proc.stdout)
     row = report["models"][0]
     assert row["return_ratio"] == pytest.approx(1.0) and row["fir"] == pytest.approx(1.0)
     assert 0 <= row["mia_auc"] <= 1 and 0 <= row["unlearn_rate"] <= 1
+    assert report["models"][1]["fir"] == pytest.approx(0.0) and report["models"][1]["cost_ratio"] == 1.0
