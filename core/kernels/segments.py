@@ -6,7 +6,7 @@ Segments: rows of one segment (a trajectory) are contiguous; `segment_starts(ids
 `roc_auc(scores, labels)` is the Mann-Whitney AUC with mid-ranks for ties (labels 1 = positive).
 `grubbs_rows(x)` gives per row the Grubbs statistic max|x - mean| / std (ddof 1) and its argmax.
 `nn1(query, ref, qgroup, rgroup)` is a brute-force nearest neighbour (squared Euclidean, float32)
-over query blocks in parallel with early abandoning; pairs with equal non-negative group are skipped
+over query blocks in parallel (GEMM tiles, or exact scalar loops with early abandoning); pairs with equal non-negative group are skipped
 (leave-one-trajectory-out radii). Every kernel has a plain reference in tests/cure.
 """
 
@@ -191,12 +191,63 @@ def _nn1(query, ref, qgroup, rgroup, block):
     return dist, idx
 
 
-def nn1(query, ref, qgroup=None, rgroup=None, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest neighbour of every query row in ref: (squared distance float32, index; -1 if none)."""
+@njit(cache=True, parallel=True, fastmath=True)
+def _nn1_gemm(query, ref, qgroup, rgroup, block, rblock):
+    nq, d = query.shape
+    nr = ref.shape[0]
+    r2 = np.empty(nr, dtype=np.float32)
+    for j in range(nr):
+        acc = np.float32(0.0)
+        for k in range(d):
+            acc += ref[j, k] * ref[j, k]
+        r2[j] = acc
+    dist = np.full(nq, np.inf, dtype=np.float32)
+    idx = np.full(nq, -1, dtype=np.int64)
+    n_blocks = (nq + block - 1) // block
+    for b in prange(n_blocks):
+        lo = b * block
+        hi = min(nq, lo + block)
+        qb = np.ascontiguousarray(query[lo:hi])
+        for r0 in range(0, nr, rblock):
+            r1 = min(nr, r0 + rblock)
+            g = qb @ np.ascontiguousarray(ref[r0:r1]).T  # one GEMM tile, never the full matrix
+            for i in range(hi - lo):
+                best = dist[lo + i]
+                bj = idx[lo + i]
+                grp = qgroup[lo + i]
+                for j in range(r1 - r0):
+                    v = r2[r0 + j] - 2 * g[i, j]
+                    if v < best and not (grp >= 0 and rgroup[r0 + j] == grp):
+                        best = v
+                        bj = r0 + j
+                dist[lo + i] = best
+                idx[lo + i] = bj
+    for i in range(nq):  # add |q|^2 back: squared distances (clipped at 0 against rounding)
+        q2 = np.float32(0.0)
+        for k in range(d):
+            q2 += query[i, k] * query[i, k]
+        dist[i] = max(dist[i] + q2, np.float32(0.0))
+    return dist, idx
+
+
+NN_METHODS = {"gemm": "GEMM tiles + streaming argmin", "abandon": "scalar loops with early abandoning"}
+
+
+def nn1(query, ref, qgroup=None, rgroup=None, block: int = 256, method: str = "gemm") -> tuple[np.ndarray, np.ndarray]:
+    """Nearest neighbour of every query row in ref: (squared distance float32, index; -1 if none).
+
+    method "gemm" (default) computes q.r in tiles (|q|^2 - 2 q.r + |r|^2, float32 rounding) with a
+    streaming argmin; "abandon" is the exact scalar loop that stops a distance once it exceeds the best."""
     q = np.ascontiguousarray(query, dtype=np.float32)
     r = np.ascontiguousarray(ref, dtype=np.float32)
     if q.ndim != 2 or r.ndim != 2 or q.shape[1] != r.shape[1]:
         raise ValueError("query and ref must be 2-D with the same number of columns")
+    if method not in NN_METHODS:
+        raise ValueError(f"method must be one of {', '.join(NN_METHODS)}")
     qg = np.full(q.shape[0], -1, np.int64) if qgroup is None else np.ascontiguousarray(qgroup, dtype=np.int64)
     rg = np.full(r.shape[0], -2, np.int64) if rgroup is None else np.ascontiguousarray(rgroup, dtype=np.int64)
-    return _nn1(q, r, qg, rg, int(block))
+    if method == "abandon":
+        return _nn1(q, r, qg, rg, int(block))
+    if not (np.isfinite(q).all() and np.isfinite(r).all()):
+        raise ValueError("nn1: query and ref must be finite")
+    return _nn1_gemm(q, r, qg, rg, int(block), 2048)
