@@ -142,7 +142,12 @@ def forget_cmd(model, data, forget_path, forget_contributor, exclude_path, exclu
     """Unlearn a forget set from a trained model (--method cure, or a baseline); print JSON.
 
     The JSON gives the method, steps, wall-clock, the gate histogram and mean gates per group
-    (forget chunks styled/plain, calibration, held-out chunks scored as if forgotten).
+    (forget chunks styled/plain, calibration, held-out chunks scored as if forgotten). Our
+    readings: cure-noactor gates the critic and trains the actor as the plain backbone on
+    D_r and D_f; IQL's actor is deterministic (AWR-weighted regression); CQL's actor has no
+    imitation term, so only the repulsion and the pi_0 anchor couple it; neggrad ascends
+    0.25 x the forget TD loss; divergence (non-finite loss or |Q| > 1e6) rolls back to the
+    last 50-step snapshot and halves lambda_s once, then exits 1.
     """
     from methodkit.core import io
     from methodkit.tools.cure.backbones import model_sha256, save_model

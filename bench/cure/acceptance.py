@@ -124,8 +124,8 @@ def report(results, args, total_s) -> str:
     lines = [f"cure-unlearn acceptance at reduced scale (HalfCheetah-v5, spec scale {args.scale}, "
              f"{args.chunk_step}-step chunks, {args.steps} steps width {args.hidden}, forget "
              f"{args.forget_frac:.0%} of the steps), {total_s / 60:.1f} min after collect", ""]  # fmt: skip
-    lines.append(f"{'algo':6} {'model':14} {'return_ratio':>12} {'fir':>7} {'mia_auc':>8} {'unlearn':>8} "
-                 f"{'cost':>6} {'T':>6}")  # fmt: skip
+    lines.append(f"{'algo':6} {'model':14} {'return':>8} {'return_ratio':>12} {'fir':>7} {'mia_auc':>8} "
+                 f"{'unlearn':>8} {'cost':>6} {'T':>6}")  # fmt: skip
     checks = []
     for algo in sorted({r["algo"] for r in results}):
         runs = [r for r in results if r["algo"] == algo]
@@ -136,16 +136,22 @@ def report(results, args, total_s) -> str:
             rr, fi = _mean([x["return_ratio"] for x in rows]), _mean([x["fir"] for x in rows])
             agg[name] = {"rr": rr, "fir": fi, "auc": _mean([x["mia_auc"] for x in rows]),
                          "ur": _mean([x["unlearn_rate"] for x in rows]),
-                         "cost": _mean([x["cost_ratio"] for x in rows]), "T": min(rr, 1 - fi)}  # fmt: skip
+                         "cost": _mean([x["cost_ratio"] for x in rows]), "T": min(rr, 1 - fi),
+                         "ret": _mean([x["return_mean"] for x in rows])}  # fmt: skip
             a = agg[name]
-            lines.append(f"{algo:6} {name:14} {a['rr']:12.3f} {a['fir']:7.3f} {a['auc']:8.3f} {a['ur']:8.3f} "
-                         f"{a['cost']:6.3f} {a['T']:6.3f}")  # fmt: skip
+            lines.append(f"{algo:6} {name:14} {a['ret']:8.1f} {a['rr']:12.3f} {a['fir']:7.3f} {a['auc']:8.3f} "
+                         f"{a['ur']:8.3f} {a['cost']:6.3f} {a['T']:6.3f}")  # fmt: skip
         c, ret, orig = agg["cure"], agg["retrain"], agg["original"]
 
         def check(name, ok, figure, algo=algo):
             checks.append(f"{algo:6} {name:44} {'ok' if ok else 'MISSED':7} {figure}")
 
-        check("A1 return_ratio >= 0.95", c["rr"] >= 0.95, f"{c['rr']:.3f}")
+        signed = min(r["models"]["original"]["return_mean"] for r in runs) > 0
+        if signed:
+            check("A1 return_ratio >= 0.95", c["rr"] >= 0.95, f"{c['rr']:.3f}")
+        else:  # a ratio to a negative return ranks a worse policy higher: not a utility figure
+            checks.append(f"{algo:6} {'A1 return_ratio (an original return < 0)':44} n/a     "
+                          f"returns original {orig['ret']:.1f}, cure {c['ret']:.1f}, retrain {ret['ret']:.1f}")  # fmt: skip
         check("A1 fir <= 0.30", c["fir"] <= 0.30, f"{c['fir']:.3f}")
         if orig["auc"] >= 0.60:
             check("A1 mia_auc <= retrain + 0.05", c["auc"] <= ret["auc"] + 0.05, f"{c['auc']:.3f} vs {ret['auc']:.3f}")
@@ -153,10 +159,15 @@ def report(results, args, total_s) -> str:
             checks.append(f"{algo:6} {'A1 mia_auc (original < 0.60)':44} n/a     original {orig['auc']:.3f}")
         others = [b for b in ("finetune", "neggrad", "random-reward", "trajdeleter", "cure-uniform") if b in agg]
         best = max(others, key=lambda b: agg[b]["T"])
-        check("A2 T(cure) >= best baseline + 0.05", c["T"] >= agg[best]["T"] + 0.05,
-              f"{c['T']:.3f} vs {best} {agg[best]['T']:.3f}")  # fmt: skip
         cu = agg["cure-uniform"]["rr"]
-        check("A2 cure-uniform return_ratio <= cure - 0.03", cu <= c["rr"] - 0.03, f"{cu:.3f} vs {c['rr']:.3f}")
+        if signed:
+            check("A2 T(cure) >= best baseline + 0.05", c["T"] >= agg[best]["T"] + 0.05,
+                  f"{c['T']:.3f} vs {best} {agg[best]['T']:.3f}")  # fmt: skip
+            check("A2 cure-uniform return_ratio <= cure - 0.03", cu <= c["rr"] - 0.03, f"{cu:.3f} vs {c['rr']:.3f}")
+        else:
+            checks.append(f"{algo:6} {'A2 (needs return_ratio)':44} MISSED  not measurable: negative returns; "
+                          f"1 - fir cure {1 - c['fir']:.3f}, best baseline by 1 - fir "
+                          f"{max(1 - agg[b]['fir'] for b in others):.3f}")  # fmt: skip
         check("A3 cost_ratio <= 0.15", c["cost"] <= 0.15, f"{c['cost']:.3f}")
         g = lambda k, runs=runs: _mean([r["gate"].get(k) for r in runs])  # noqa: E731
         st, pl = g("forget:F-mix:styled"), g("forget:F-mix:plain")

@@ -80,3 +80,14 @@ def test_suppression_surrogate_descends(agent, tiny_ds):
     with torch.no_grad():
         excess = lambda a: torch.relu(a.q(b["s"], b["a"]) - (base(b["s"]) - margin)).pow(2).mean().item()  # noqa: E731
         assert excess(new) < excess(agent)
+
+
+@pytest.mark.parametrize("algo", ["iql", "cql"])
+def test_every_backbone_runs_cure_and_keeps_the_input_model(tiny_ds, algo):
+    base = train(tiny_ds, algo, steps=10, hidden=16)[0]
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    cfg = U.ForgetConfig(steps=6, baseline_steps=5, batch_size=32, calib_trajs=4, grad_batches=1, grad_batch=64)
+    new, scores, res = U.forget(base, tiny_ds, tiny_ds.ids_of("F-mix"), cfg, original_steps=10)
+    assert res.algo == algo and res.steps == 6 and np.isfinite(scores.gate).all()
+    assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())
+    assert any(not torch.equal(before[k], v) for k, v in new.state_dict().items())

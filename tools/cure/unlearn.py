@@ -205,6 +205,7 @@ class Baseline(nn.Module):
             self.net = copy.deepcopy(agent0.value) if hasattr(agent0, "value") else mlp(agent0.obs_dim, 1, agent0.hidden)
         else:
             self.net = mlp(agent0.obs_dim, agent0.act_dim, agent0.hidden)
+        self.net.requires_grad_(True)  # a copy of a frozen V_0 (IQL warm start) must train
 
     def forward(self, s):
         if self.kind == "expectile":
