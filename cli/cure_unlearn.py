@@ -132,10 +132,10 @@ def train_cmd(data, algo, steps, hidden, batch_size, exclude_path, exclude_contr
 @main.command("forget")
 @click.argument("model", metavar="MODEL")
 @click.argument("data", metavar="DATA.npz")
+@click.option("-o", "--output", type=OutputPath(), required=True, metavar="PATH", help="Unlearned model.")
 @opt.forget_set_options
 @opt.exclude_options
 @opt.cure_options
-@click.option("-o", "--output", type=OutputPath(), required=True, metavar="PATH", help="Unlearned model.")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose", threads_default=opt.ONE_TORCH_THREAD)
 def forget_cmd(model, data, forget_path, forget_contributor, exclude_path, exclude_contributor, algo,
                scores_out, allow_dataset_mismatch, output, **params):  # fmt: skip
