@@ -65,10 +65,11 @@ project_options = option_group(
     ),
     click.option(
         "--decode-weights",
-        type=click.Choice(("linear", "log")),
+        type=click.Choice(("linear", "log", "log-p")),
         default="linear",
         show_default=True,
-        help="Cost of an indicator in the exact decode: 1 - mu, or -log mu (most probable valid output).",
+        help="Cost of an indicator in the exact decode: 1 - mu, -log mu, or -log p of the scores' "
+        "probabilities (log-p: the most probable valid output under the predictor; no projection).",
     ),
     click.option("--strict", is_flag=True, help="Exit 3 when any row ends timeout or proj_error."),
     click.option(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import FiniteFloatRange, option_group
+from methodkit.cli._common import FiniteFloatRange, OutputPath, option_group
 
 
 def _limit(flag: str, metavar: str, help: str):
@@ -21,9 +21,10 @@ fit_options = option_group(
     ),
     click.option(
         "--out-dir",
+        type=OutputPath(folder=True),  # checked before the input is read: a non-empty folder needs --force
         metavar="DIR",
         default=None,
-        help="Write items.csv, abilities.csv and fit.json here.",
+        help="Write items.csv, abilities.csv and fit.json here (a non-empty folder needs --force).",
     ),
     click.option(
         "--latent",

@@ -21,8 +21,11 @@ def main():
     before anything is written. `gen`, `train`, `eval` run the tasks (Warcraft-like paths, visual
     Sudoku, MNIST-style addition); `bench` times the projection and decoders against references.
 
-    Our reading of "closed-form projection in a single forward pass": closed form (sparsemax) only
-    for one-hot programs, else an iterative semismooth Newton (docs/casper.md: details, figures).
+    Our reading of "closed-form projection in a single forward pass": a closed form where the rows
+    have disjoint supports (one_hot: per-group sparsemax; exactly_k, at_most_k, one linear row, fixed,
+    a box: one sort-and-threshold per row), certified by the same KKT residual; every program whose
+    rows share variables (all_different, flow_path, digit_sum, overlapping rows) is solved by an
+    iterative semismooth Newton with an interior-point safeguard (docs/casper.md: figures).
 
     \b
     EXAMPLES

@@ -4,6 +4,8 @@
     python -P bench/casper/acceptance.py warcraft-baselines SEED MAPS12.npz MAPS30.npz
     python -P bench/casper/acceptance.py mnist-add SEED
     python -P bench/casper/acceptance.py sudoku SEED [N_TEST]
+    python -P bench/casper/acceptance.py solver SEED MAPS12.npz MAPS30.npz [N_TEST]
+    python -P bench/casper/acceptance.py solver-casper-cnn SEED MAPS12.npz MAPS30.npz
 
 Warcraft: the CNN is trained at 12x12 on the first 256 training maps of MAPS12 (3 epochs, batch 32,
 lr 3e-3, the library defaults of `train`; WEIGHTS, when given, are the state dict of that same call
@@ -13,7 +15,13 @@ chunk (so an interrupted run still reports what it did); then the 12x12 calibrat
 for comparison, and `unconstrained` and `sl-sample` are trained the same way and decode the same maps. MNIST-add: weak (sum-only) training at N=1 (curriculum to
 N=2-4), then Casper and the unconstrained decode at N = 1 (200 sums) and 2, 4, 15, 64, 256, 1024
 (20 sums each). Sudoku: 300 training puzzles, N_TEST (default 1000) test puzzles, Casper trained
-through the layer (2 epochs) and the unconstrained classifier, in chunks of 100.
+through the layer (2 epochs) and the unconstrained classifier, in chunks of 100. Solver ("predictor +
+exact solver, no layer", method `solver`): the same three set-ups with no projection at inference:
+Dijkstra on -log p of the plainly trained CNN (Warcraft, as `warcraft-baselines` trains it), casper's
+decoder on the plain CE classifier (Sudoku, as `sudoku` trains it) and on Casper's weakly trained
+digit net (MNIST-add: sums alone teach no digits without the layer, so that predictor is the only one).
+solver-casper-cnn: Dijkstra on -log sigmoid(z) of Casper's own CNN (trained through the layer as
+`warcraft` trains it), no projection at inference.
 """
 
 from __future__ import annotations
@@ -150,6 +158,44 @@ def sudoku(seed: int, n_test: int = 1000) -> None:
     chunked_eval("sudoku", "casper", models["casper"], data, seed=seed, chunk=100)
 
 
+def solver(seed: int, maps12: str, maps30: str, n_test: int = 1000) -> None:
+    import torch
+
+    from methodkit.tools.casper import tasks
+
+    torch.set_num_threads(1)
+    d12 = {k: (v[:256] if k.startswith("train_") else v) for k, v in np.load(maps12).items()}
+    d30 = dict(np.load(maps30))
+    c0 = time.process_time()
+    cnn = tasks.train("warcraft", "solver", d12, epochs=3, batch_size=32, lr=3e-3, seed=seed).model
+    emit(task="warcraft", method="solver", seed=seed, train_cpu_s=time.process_time() - c0)
+    chunked_eval("warcraft", "solver", cnn, d30, seed=seed, chunk=500)
+    data = tasks.generate("sudoku", size=9, digits=1, n=300, n_test=n_test, seed=seed)
+    c0 = time.process_time()
+    clf = tasks.train("sudoku", "solver", data, epochs=2, batch_size=16, lr=3e-3, seed=seed).model
+    emit(task="sudoku", method="solver", seed=seed, train_cpu_s=time.process_time() - c0)
+    chunked_eval("sudoku", "solver", clf, data, seed=seed, chunk=n_test)
+    add1 = tasks.generate("mnist-add", size=0, digits=1, n=0, n_test=200, seed=seed)
+    model = tasks.train("mnist-add", "casper", add1, epochs=6, batch_size=16, lr=5e-3, seed=seed).model
+    for digits in (1, 2, 4, 15, 64, 256, 1024):
+        data = add1 if digits == 1 else tasks.generate("mnist-add", size=0, digits=digits, n=0, n_test=20, seed=seed)
+        chunked_eval("mnist-add", "solver", model, data, seed=seed, chunk=200, tag=f"N={digits}")
+
+
+def solver_casper_cnn(seed: int, maps12: str, maps30: str) -> None:
+    import torch
+
+    from methodkit.tools.casper import tasks
+
+    torch.set_num_threads(1)
+    d12 = {k: (v[:256] if k.startswith("train_") else v) for k, v in np.load(maps12).items()}
+    d30 = dict(np.load(maps30))
+    c0 = time.process_time()
+    cnn = tasks.train("warcraft", "casper", d12, epochs=3, batch_size=32, lr=3e-3, seed=seed, calibrate=False).model
+    emit(task="warcraft", method="solver", tag="casper-cnn", seed=seed, train_cpu_s=time.process_time() - c0)
+    chunked_eval("warcraft", "solver", cnn, d30, seed=seed, chunk=500, tag="casper-cnn")
+
+
 if __name__ == "__main__":
     task, seed = sys.argv[1], int(sys.argv[2])
     if task == "warcraft":
@@ -158,6 +204,10 @@ if __name__ == "__main__":
         warcraft_baselines(seed, sys.argv[3], sys.argv[4])
     elif task == "mnist-add":
         mnist_add(seed)
+    elif task == "solver":
+        solver(seed, sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 1000)
+    elif task == "solver-casper-cnn":
+        solver_casper_cnn(seed, sys.argv[3], sys.argv[4])
     elif task == "sudoku":
         sudoku(seed, int(sys.argv[3]) if len(sys.argv) > 3 else 1000)
     else:

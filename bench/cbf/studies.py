@@ -13,6 +13,7 @@ rt-redraw: the false-positive groups of `rt` (same seeds), each tested twice: wi
         ambiguity); separates the simulator's RT from the design and the regression.
 rt-stream: one fixed null design (seeds 2000-2002), log RT noise drawn the simulator's way
         (SeedSequence([k, 1]), the response-noise block skipped) for `--redraws` seeds k = 10^6 + j.
+The task is `cbf-sim task`'s default (outcomes kept in 15-85); `--within none` gives the unconstrained walk.
 Not part of `make bench` (tens of minutes): nice -n 10 python -P bench/cbf/studies.py lesion rt
 """
 
@@ -27,25 +28,71 @@ import numpy as np
 from scipy import stats
 
 
-def lesion(args) -> dict:
-    from methodkit.tools.cbf import agents, analyze, data, fit
+def _task(args):
+    """The stovol2x2 task (seed 1) as `cbf-sim task` draws it: `--within design` (default) redraws each
+    condition until its outcomes lie in 15-85; `--within none` is the unconstrained walk of earlier runs."""
+    from methodkit.tools.cbf import data
 
-    task = data.simulate_task(seed=1, within=None)
+    return data.simulate_task(seed=1, within=None if args.within == "none" else "design")
+
+
+def _lesion_cohort(args):
+    """The lesion study's pf-beta agents (`--per-group` per group, seeds 1-4) and their group labels."""
+    from methodkit.tools.cbf import agents, data
+
+    task = _task(args)
     labels = ["healthy"] * args.per_group + ["vol-blind"] * args.per_group + ["sto-blind"] * args.per_group
     people = data.cohort_for_agents(task, len(labels), seed=2)
     params = agents.population_params("pf-beta", labels, np.random.default_rng(3), 4.0)
     params["group"] = labels
     cohort = agents.simulate(people, "pf-beta", params, seed=4, particles=1000).cohort
-    groups = np.array(labels)
+    return cohort, np.array(labels)
+
+
+def _aucs(index, groups) -> dict:
+    from methodkit.tools.cbf import analyze
+
+    res = {}
+    for a, b in (("vol-blind", "sto-blind"), ("sto-blind", "healthy"), ("vol-blind", "healthy")):
+        pick = (groups == a) | (groups == b)
+        sign = 1.0 if a == "vol-blind" else -1.0
+        res[f"{a}_vs_{b}"] = round(analyze.auc(sign * index[pick], groups[pick] == a), 3)
+    return res
+
+
+def lesion_pf(args) -> dict:
+    """The CBF and PF-HPL on the first `--pf-per-group` agents of each group of the lesion cohort (the same
+    agents for both fitters; no test-retest): the lesion study's comparison at a size PF-HPL fits in time."""
+    from methodkit.tools.cbf import fit
+
+    cohort, groups = _lesion_cohort(args)
+    m = args.pf_per_group
+    pick = np.concatenate([np.arange(g * args.per_group, g * args.per_group + m) for g in range(3)])
+    sub, groups = cohort.subset(pick), groups[pick]
+    out: dict = {"study": "lesion-pf", "per_group": args.per_group, "fitted_per_group": m, "agent": "pf-beta (P=1000)"}
+    cpu = time.process_time()
+    cbf = fit.run(sub, fit.FitOptions(restarts=args.restarts)).table
+    out["cbf_fit_cpu_s"] = round(time.process_time() - cpu, 1)
+    out["cbf_auc"] = _aucs(np.log(cbf["kappa_v"].to_numpy()) - np.log(cbf["kappa_s"].to_numpy()), groups)
+    print(json.dumps(out), flush=True)
+    pf_opts = fit.FitOptions(model="pf-hpl", particles=args.particles, runs=args.runs, evaluations=args.evaluations)
+    cpu = time.process_time()
+    pf = fit.run(sub, pf_opts, seed=0).table
+    out["pf_hpl_fit_cpu_s"] = round(time.process_time() - cpu, 1)
+    out["pf_hpl_protocol"] = f"nelder-mead P={args.particles} R={args.runs} evals={args.evaluations}"
+    out["pf_hpl_auc"] = _aucs(pf["mu_s"].to_numpy() - pf["mu_v"].to_numpy(), groups)
+    return out
+
+
+def lesion(args) -> dict:
+    from methodkit.tools.cbf import fit
+
+    cohort, groups = _lesion_cohort(args)
+    labels = list(groups)
     out: dict = {"study": "lesion", "per_group": args.per_group, "agent": "pf-beta (P=1000)"}
 
     def aucs(index):
-        res = {}
-        for a, b in (("vol-blind", "sto-blind"), ("sto-blind", "healthy"), ("vol-blind", "healthy")):
-            pick = (groups == a) | (groups == b)
-            sign = 1.0 if a == "vol-blind" else -1.0
-            res[f"{a}_vs_{b}"] = round(analyze.auc(sign * index[pick], groups[pick] == a), 3)
-        return res
+        return _aucs(index, groups)
 
     start, cpu = time.perf_counter(), time.process_time()
     cbf = fit.run(cohort, fit.FitOptions(restarts=args.restarts)).table
@@ -99,7 +146,7 @@ def lesion(args) -> dict:
 def rt(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
 
     def group(n, b, seed):
         people = data.cohort_for_agents(task, n, seed=seed)
@@ -152,7 +199,7 @@ def rt_fixed(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n = args.n
     people = data.cohort_for_agents(task, n, seed=2000)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(2001), 4.0)
@@ -183,7 +230,7 @@ def rt_redraw(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n = args.n
     rows = []
     start = time.perf_counter()
@@ -225,7 +272,7 @@ def rt_stream(args) -> dict:
     from methodkit.tools.cbf import agents, analyze, data, grid, signals
     from methodkit.tools.cbf.forward import FilterOptions
 
-    task = data.simulate_task(seed=1, within=None)
+    task = _task(args)
     n, seed = args.n, 2000
     people = data.cohort_for_agents(task, n, seed=seed)
     params = agents.population_params("cbf", ["healthy"] * n, np.random.default_rng(seed + 1), 4.0)
@@ -254,9 +301,10 @@ def rt_stream(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("studies", nargs="+", choices=["lesion", "rt", "rt-fixed", "rt-redraw", "rt-stream"])
+    parser.add_argument("studies", nargs="+", choices=["lesion", "lesion-pf", "rt", "rt-fixed", "rt-redraw", "rt-stream"])
     parser.add_argument("--redraws", type=int, default=300, help="rt-fixed: null RT redraws")
     parser.add_argument("--per-group", type=int, default=60)
+    parser.add_argument("--pf-per-group", type=int, default=20, help="lesion-pf: agents fitted per group")
     parser.add_argument("--retest", type=int, default=20, help="agents per group refitted for test-retest")
     parser.add_argument("--restarts", type=int, default=5)
     parser.add_argument("--particles", type=int, default=1000)
@@ -265,11 +313,13 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--groups", type=int, default=100)
     parser.add_argument("--fp-seed", type=int, default=2000, help="seed of the first null group (group g: + 10 g)")
+    parser.add_argument("--within", choices=["design", "none"], default="design",
+                        help="task: outcomes kept in the design's range (cbf-sim task's default) or the plain walk")
     parser.add_argument("--skip-power", action="store_true", help="rt: only the false-positive groups")
     args = parser.parse_args()
     for study in args.studies:
-        run = {"lesion": lesion, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw, "rt-stream": rt_stream}[study]
-        print(json.dumps(run(args)), flush=True)
+        run = {"lesion": lesion, "lesion-pf": lesion_pf, "rt": rt, "rt-fixed": rt_fixed, "rt-redraw": rt_redraw, "rt-stream": rt_stream}[study]
+        print(json.dumps({**run(args), "task": f"stovol2x2 seed 1, within {args.within}"}), flush=True)
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ NOT_MEASURED = {
     "cita-eval": "no -j: episodes replayed one at a time",
     "vesper-eval": "no -j: MuJoCo scenes simulated and scored one at a time",
     "irt-sim": "-j only on `sweep`, whose fits are irt-fit's (measured above)",
+    "cure-unlearn": "default is -j 1 already (small MLP updates, torch held at one thread; -j N asks for more)",
 }
 
 
@@ -352,6 +353,11 @@ INTERRUPT_JOBS = [
         "craft-finetune",
         "craft-finetune demos --suite hwy-mini -o demos.npz",
         ("craft-finetune", "pretrain", "demos.npz", "--steps", "10000000", "-o", "bc.safetensors"),
+    ),
+    Job(
+        "cure-unlearn",
+        "cure-unlearn collect --scale 0.1 --chunk 40 --behaviour cpg -o d.npz",
+        ("cure-unlearn", "train", "d.npz", "--steps", "10000000", "--hidden", "32", "-o", "m.safetensors"),
     ),
     Job("autoscale-mix", "true", ("autoscale-mix", "pools", "-o", "pools", "--real", "3000", "--synth", "30000")),
     Job(

@@ -56,6 +56,15 @@ def test_project_file_to_file_and_jsonl(run_cli, folder, grid_program):
     assert arrays["soft"].shape == (3, summary["n_vars"]) and arrays["hard"].dtype == np.uint8
 
 
+def test_project_log_p_decodes_the_probabilities(run_cli, folder, grid_program):
+    program, summary = grid_program
+    np.save(folder / "scores_p.npy", np.random.default_rng(5).normal(size=(2, summary["n_vars"])))
+    proc = run_cli([PROG, "project", folder / "scores_p.npy", "--program", program, "--decode-weights", "log-p"])
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [r["certificate"]["decoded_from"] for r in rows] == ["probabilities", "probabilities"]
+
+
 def test_project_from_stdin_and_same_bytes_twice(run_cli, folder, grid_program):
     program, summary = grid_program
     scores = np.random.default_rng(1).normal(size=(2, summary["n_vars"]))

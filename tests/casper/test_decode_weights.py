@@ -64,3 +64,24 @@ def test_log_weights_refuse_a_ruled_out_digit_that_linear_weights_accept():
     assert Decoder(program).weighting == "linear"
     with pytest.raises(ValueError):
         Decoder(program, weighting="quadratic")
+
+
+def test_log_p_decodes_the_most_probable_valid_output_of_the_scores():
+    """project --decode-weights log-p: -log of the scores' probabilities (no projection), the argmax of
+    the product of p over the valid sums; it differs from -log mu on some score sets."""
+    from methodkit.tools.casper.solve import run, to_theta
+
+    program = compile_spec(SPEC)
+    rng = np.random.default_rng(4)
+    scores = np.zeros((30, program.n_user))
+    for var in ("a", "b", "s0", "s1"):
+        idx = [program.names.index(f"{var}={v}") for v in range(10)]
+        scores[:, idx] = rng.normal(0, 3, size=(30, 10))
+    p = to_theta(program, scores, "scores")[:, : program.n_user]
+    ours = run(program, scores, decode_weights="log-p")
+    on_mu = run(program, scores, decode_weights="log")
+    assert {r["certificate"]["decoded_from"] for r in ours.rows} == {"probabilities"}
+    for i in range(30):
+        best = max(((a, b) for a in range(10) for b in range(10)), key=lambda ab: np.prod(p[i, _chosen(program, *ab)]))
+        np.testing.assert_array_equal(np.flatnonzero(ours.hard[i]), sorted(_chosen(program, *best)))
+    assert (ours.hard != on_mu.hard).any(axis=1).sum() > 0

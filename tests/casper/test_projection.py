@@ -41,13 +41,15 @@ def _theta(program, rng, batch=3, scale=1.0):
     return theta
 
 
-def test_sparsemax_kernel_matches_sorting_reference():
+@pytest.mark.parametrize("ptr", [[0, 3, 7, 12], [0, 40, 41, 73]], ids=["insertion-sort", "wide-groups"])
+def test_sparsemax_kernel_matches_sorting_reference(ptr):
     rng = np.random.default_rng(1)
-    theta = rng.normal(size=(5, 12))
-    ptr = np.array([0, 3, 7, 12])
+    ptr = np.array(ptr)
+    theta = rng.normal(size=(5, ptr[-1]))
+    theta[:, 1] = theta[:, 2]  # a tie
     out = sparsemax_segments(theta, ptr)
     for i in range(5):
-        for g in range(3):
+        for g in range(len(ptr) - 1):
             z = theta[i, ptr[g] : ptr[g + 1]]
             # reference: bisection on tau, sum(max(z - tau, 0)) = 1
             lo, hi = z.min() - 1, z.max()
@@ -174,3 +176,85 @@ def test_stalled_newton_is_finished_from_the_interior_point_dual():
     cons = [program.A @ y == program.b, y >= program.lower, y <= program.upper]
     cp.Problem(cp.Minimize(cp.sum_squares(y - theta[i])), cons).solve(solver="CLARABEL", tol_gap_abs=1e-12)
     assert np.max(np.abs(y.value - mu[i])) <= 1e-4
+
+
+CARDINALITY = {
+    "variables": [{"name": f"c{i}", "domain": "bool"} for i in range(11)],
+    "constraints": [
+        {"type": "exactly_k", "vars": [f"c{i}" for i in range(5)], "k": 2},
+        {"type": "at_most_k", "vars": [f"c{i}" for i in range(5, 9)], "k": 1},
+        {"type": "linear", "coefs": {"c9": 1, "c10": -3}, "op": "<=", "rhs": 0},
+    ],
+}
+
+
+def _newton_only(program):
+    """The same projector with the closed forms switched off (the iterative reference)."""
+    ref = Projector(program)
+    ref.threshold = ref.sparsemax = False
+    if ref.full_factor is None:
+        ref.full_factor = ref._factor(np.ones(ref.n, dtype=bool), 0.0)
+    return ref
+
+
+@pytest.mark.parametrize("name", ["cardinality", "exactly_k", "at_most_k", "fixed"])
+def test_disjoint_rows_take_the_threshold_closed_form_and_equal_newton(name):
+    """exactly_k / at_most_k (capped simplex), a signed linear row, fixed values: sort-and-threshold, not Newton."""
+    from methodkit.tools.casper.examples import EXAMPLES
+
+    program = compile_spec(CARDINALITY if name == "cardinality" else EXAMPLES[name])
+    rng = np.random.default_rng(7)
+    ours, ref = Projector(program), _newton_only(program)
+    for scale in (0.3, 3.0, 1e4):
+        theta = _theta(program, rng, batch=40, scale=scale)
+        mu, states = ours.project(theta)
+        assert {s.method for s in states} == {"threshold"}
+        expected, ref_states = ref.project(theta)
+        assert all(s.status == "ok" for s in ref_states)
+        np.testing.assert_allclose(mu, expected, atol=1e-8 * max(scale, 1.0))
+        assert np.max(np.abs(program.A @ mu.T - program.b[:, None])) <= 1e-9 * max(scale, 1.0)
+        grad = rng.normal(size=theta.shape)
+        np.testing.assert_allclose(ours.vjp(states, grad), ref.vjp(ref_states, grad), atol=1e-9)
+
+
+def test_threshold_kernel_matches_bisection_reference():
+    from methodkit.tools.casper.kernels import threshold_segments
+
+    rng = np.random.default_rng(3)
+    ptr = np.array([0, 4, 9])
+    a = rng.choice([-2.0, -1.0, 0.5, 1.0, 3.0], size=9)
+    lower, upper = np.zeros((6, 9)), np.ones((6, 9))
+    upper[:, 3] = np.inf  # a slack
+    theta = rng.normal(size=(6, 9)) * 2
+    b = np.array([0.7 * a[:4].clip(0).sum(), 0.3 * a[4:].clip(0).sum()])
+    out, ok = threshold_segments(theta, a, lower, upper, b, ptr)
+    assert ok.all()
+    for i in range(6):
+        for g in range(2):
+            s = slice(ptr[g], ptr[g + 1])
+            z, coef, bottom, top = theta[i, s], a[s], lower[i, s], upper[i, s]
+            lo, hi = -1e3, 1e3  # f(t) = coef . clip(z - coef t) is nonincreasing in t
+            for _ in range(200):
+                t = (lo + hi) / 2
+                lo, hi = (t, hi) if coef @ np.clip(z - coef * t, bottom, top) > b[g] else (lo, t)
+            np.testing.assert_allclose(out[i, s], np.clip(z - coef * t, bottom, top), atol=1e-9)
+
+
+@pytest.mark.parametrize("loose", [False, True], ids=["groups-in-place", "with-a-loose-bool"])
+def test_one_hot_sparsemax_and_its_vjp_equal_newton(loose):
+    """The batched sparsemax path (groups in place, or gathered around a loose boolean) against Newton."""
+    variables = [{"name": f"x{g}", "domain": 3 + g % 4} for g in range(6)]
+    if loose:
+        variables.insert(2, {"name": "flag", "domain": "bool"})
+    program = compile_spec({"variables": variables, "constraints": []})
+    ours, ref = Projector(program), _newton_only(program)
+    assert ours.sparsemax and ours.in_place != loose
+    rng = np.random.default_rng(11)
+    theta = rng.normal(0.3, 1.0, size=(7, program.n))
+    mu, states = ours.project(theta)
+    expected, ref_states = ref.project(theta)
+    assert {s.method for s in states} == {"sparsemax"}
+    np.testing.assert_allclose(mu, expected, atol=1e-9)
+    assert max(s.residual for s in states) <= 1e-12
+    grad = rng.normal(size=theta.shape)
+    np.testing.assert_allclose(ours.vjp(states, grad), ref.vjp(ref_states, grad), atol=1e-9)

@@ -64,3 +64,27 @@ def test_abduction_respects_the_clamped_sum():
         a, b, s_hat = tasks.read_addition(program, decoder.decode(mu[i], upper[i]).y, 2)
         np.testing.assert_array_equal(s_hat, s[i])
         assert a[0] + 10 * a[1] + b[0] + 10 * b[1] == s[i][0] + 10 * s[i][1] + 100 * s[i][2]
+
+
+def test_solver_baseline_is_the_exact_solver_on_the_plain_predictor():
+    """`solver` (no layer): Dijkstra on softplus(-z) of the plain CNN, casper's decoder on raw probabilities."""
+    import torch
+    import torch.nn.functional as F
+
+    from methodkit.tools.casper.warcraft import shortest_path
+
+    arrays = tasks.generate("warcraft", size=6, digits=1, n=48, n_test=12, seed=2)
+    plain = tasks.train("warcraft", "solver", arrays, epochs=1, batch_size=16, lr=3e-3, seed=0).model
+    result = tasks.evaluate("warcraft", "solver", plain, arrays)
+    assert result.summary["valid"] == 1.0
+    with torch.no_grad():
+        z = plain(torch.as_tensor(arrays["test_images"][:1])).reshape(1, -1).double()
+    expected = shortest_path(np.clip(F.softplus(-z).numpy().reshape(6, 6), 1e-6, None))
+    np.testing.assert_array_equal(result.predictions["paths"][0], expected)
+    board = tasks.generate("shidoku", size=4, digits=1, n=16, n_test=8, seed=1)
+    clf = tasks.train("shidoku", "solver", board, epochs=1, batch_size=8, lr=3e-3, seed=0).model
+    assert tasks.evaluate("shidoku", "solver", clf, board).summary["valid"] == 1.0
+    assert tasks.evaluate("shidoku", "unconstrained", clf, board).summary["valid"] < 1.0
+    sums = tasks.generate("mnist-add", size=0, digits=2, n=0, n_test=6, seed=1)
+    net = tasks.train("mnist-add", "solver", sums, epochs=0, batch_size=8, lr=3e-3, seed=0).model
+    assert tasks.evaluate("mnist-add", "solver", net, sums).summary["valid"] == 1.0

@@ -54,7 +54,7 @@ def test_fit_to_folder_then_eval(run_cli, tmp_path):
     metrics = json.loads(run_cli(["irt-fit", "eval", "--truth", "d.npz", "--fit", "f"], cwd=tmp_path).stdout)
     assert metrics["corr_b"] > 0.8 and metrics["coverage_b"] is not None and metrics["sign_flip"] is False
     again = run_cli(["irt-fit", "fit", "d.npz", "--out-dir", "f"], cwd=tmp_path)
-    assert again.returncode == 2 and b"already exists; pass --force" in again.stderr
+    assert again.returncode == 2 and b"--out-dir f: folder exists and is not empty; pass --force" in again.stderr
 
 
 def test_long_and_headerless_wide_csv(run_cli, tmp_path):
@@ -192,3 +192,19 @@ def test_fail_if_unconverged_exits_3_with_outputs_written(run_cli, tmp_path):
     )
     ok = run_cli(["irt-fit", "fit", "d.npz", "--fail-if-unconverged"], cwd=tmp_path)
     assert ok.returncode == 0 and json.loads(ok.stdout)["converged"] is True
+
+
+@pytest.mark.parametrize("content", [None, b"not an npz\n"])
+def test_nonempty_out_dir_is_refused_before_the_input_is_read(run_cli, one_line_error, tmp_path, content):
+    """A folder of unrelated files is refused up front: with a missing or a garbage input, the refusal
+    (not the input's error) is what the user sees, and nothing is written into the folder."""
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_bytes(b"keep\n")
+    if content is not None:
+        (tmp_path / "d.npz").write_bytes(content)
+    proc = run_cli(["irt-fit", "fit", "d.npz", "--out-dir", "busy"], cwd=tmp_path)
+    one_line_error(proc, "irt-fit", "--out-dir busy: folder exists and is not empty; pass --force")
+    assert sorted(p.name for p in (tmp_path / "busy").iterdir()) == ["notes.txt"]
+    (tmp_path / "file").write_bytes(b"x\n")
+    proc = run_cli(["irt-fit", "fit", "d.npz", "--out-dir", "file"], cwd=tmp_path)
+    one_line_error(proc, "irt-fit", "--out-dir file: exists and is not a folder")

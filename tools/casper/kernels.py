@@ -1,4 +1,4 @@
-"""Numba kernels of Casper: per-group sparsemax, grid/graph Dijkstra, carry-chain Viterbi.
+"""Numba kernels of Casper: per-group sparsemax, per-row sort-and-threshold (capped simplex, knapsack), grid/graph Dijkstra, carry-chain Viterbi.
 
 Module-level @njit(cache=True) without eager signatures, so importing this module compiles
 nothing; each kernel has a plain-NumPy/Python reference in the tests.
@@ -16,17 +16,32 @@ def sparsemax_segments(theta, ptr):
 
     theta: (batch, n) with the groups laid out contiguously; returns (batch, n).
     Sort descending, find the support size k (largest k with 1 + k z_k > sum_{j<=k} z_j),
-    threshold tau = (sum_{j<=k} z_j - 1) / k, y = max(theta - tau, 0).
+    threshold tau = (sum_{j<=k} z_j - 1) / k, y = max(theta - tau, 0). One buffer for all groups:
+    an insertion sort for groups of at most 32 (no allocation per group), np.sort above.
     """
     batch, n = theta.shape
     out = np.zeros((batch, n))
+    width = 0
+    for g in range(ptr.shape[0] - 1):
+        width = max(width, ptr[g + 1] - ptr[g])
+    z = np.empty(width)
     for i in range(batch):
         for g in range(ptr.shape[0] - 1):
             lo, hi = ptr[g], ptr[g + 1]
-            z = np.sort(theta[i, lo:hi])[::-1]
+            size = hi - lo
+            if size > 32:
+                z[:size] = -np.sort(-theta[i, lo:hi])
+            else:
+                for a in range(size):  # insertion sort, descending
+                    v = theta[i, lo + a]
+                    b = a - 1
+                    while b >= 0 and z[b] < v:
+                        z[b + 1] = z[b]
+                        b -= 1
+                    z[b + 1] = v
             cumulative = 0.0
             tau = 0.0
-            for k in range(hi - lo):
+            for k in range(size):
                 cumulative += z[k]
                 t = (cumulative - 1.0) / (k + 1)
                 if z[k] > t:
@@ -35,6 +50,82 @@ def sparsemax_segments(theta, ptr):
                 v = theta[i, j] - tau
                 out[i, j] = v if v > 0.0 else 0.0
     return out
+
+
+@njit(cache=True)
+def _knapsack_sum(theta, a, lo, hi, t, start, stop):
+    total = 0.0
+    for j in range(start, stop):
+        v = theta[j] - a[j] * t
+        v = lo[j] if v < lo[j] else (hi[j] if v > hi[j] else v)
+        total += a[j] * v
+    return total
+
+
+@njit(cache=True)
+def threshold_segments(theta, a, lower, upper, b, ptr):
+    """Euclidean projection of each segment onto {y : a.y = b_g, lower <= y <= upper} (one row each).
+
+    theta, lower, upper: (batch, n) with the rows' variables laid out contiguously; a: (n,) nonzero
+    coefficients; b: (groups,). y = clip(theta - a tau) with the scalar tau at which the nonincreasing
+    piecewise-linear f(tau) = sum a_j clip(theta_j - a_j tau) crosses b_g: sort the finite breakpoints
+    (theta_j - bound_j) / a_j, bisect them for the bracketing piece, solve that linear piece exactly.
+    Returns (y (batch, n), ok (batch,) False where a row's b_g lies outside the range of f).
+    """
+    batch, n = theta.shape
+    out = np.zeros((batch, n))
+    ok = np.ones(batch, dtype=np.bool_)
+    for i in range(batch):
+        th, lo, hi = theta[i], lower[i], upper[i]
+        for g in range(ptr.shape[0] - 1):
+            start, stop = ptr[g], ptr[g + 1]
+            width = stop - start
+            points = np.empty(2 * width)
+            count = 0
+            for j in range(start, stop):
+                for bound in (lo[j], hi[j]):
+                    if np.isfinite(bound):
+                        points[count] = (th[j] - bound) / a[j]
+                        count += 1
+            points = np.sort(points[:count])
+            target = b[g]
+            # f is nonincreasing: find the piece [points[left], points[left + 1]] holding f = target
+            left, right = -1, count  # f(points[left]) >= target > f(points[right]), with +-inf ends
+            while right - left > 1:
+                mid = (left + right) // 2
+                if _knapsack_sum(th, a, lo, hi, points[mid], start, stop) >= target:
+                    left = mid
+                else:
+                    right = mid
+            if left >= 0 and right < count:
+                probe = 0.5 * (points[left] + points[right])
+            elif left >= 0:
+                probe = points[left] + 1.0
+            elif right < count:
+                probe = points[right] - 1.0
+            else:
+                probe = 0.0
+            # on that piece the free set is fixed: solve sum_free a (theta - a tau) + sum_clipped a bound = b
+            rest, slope = 0.0, 0.0
+            for j in range(start, stop):
+                v = th[j] - a[j] * probe
+                if v <= lo[j]:
+                    rest += a[j] * lo[j]
+                elif v >= hi[j]:
+                    rest += a[j] * hi[j]
+                else:
+                    rest += a[j] * th[j]
+                    slope += a[j] * a[j]
+            if slope > 0.0:
+                tau = (rest - target) / slope
+            else:  # f is flat on the piece: feasible only if it equals target there
+                tau = probe
+                if abs(rest - target) > 1e-9 * (1.0 + abs(target)):
+                    ok[i] = False
+            for j in range(start, stop):
+                v = th[j] - a[j] * tau
+                out[i, j] = lo[j] if v < lo[j] else (hi[j] if v > hi[j] else v)
+    return out, ok
 
 
 # An indexed binary heap (pos[v] = slot of v, -1 never queued, -2 settled): a relaxation lowers v's

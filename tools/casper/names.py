@@ -4,6 +4,7 @@ TASKS = ("warcraft", "sudoku", "shidoku", "mnist-add")
 METHODS = (
     "casper",
     "unconstrained",
+    "solver",
     "sl-sample",
     "sl-exact",
     "pyepo-dbb",

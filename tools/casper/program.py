@@ -151,6 +151,15 @@ def onehot_only(program: Program) -> bool:
     return bool(np.all(np.bincount(A.indices, minlength=program.n) <= 1))
 
 
+def separable_rows(program: Program) -> bool:
+    """No variable lies in two rows (and there is at least one row): the projection splits into one
+    scalar threshold per row (exactly_k / at_most_k: a capped simplex; one linear row; fixed values)."""
+    A = program.A.tocsc()
+    if program.m == 0 or not np.all(A.data != 0):
+        return False
+    return bool(np.all(np.diff(A.indptr) <= 1))
+
+
 def _count(kinds: list) -> dict:
     out: dict = {}
     for kind in kinds:

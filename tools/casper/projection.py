@@ -12,8 +12,12 @@ set (the "polish"). Termination: ||A y - b||_inf <= tol, which with y = clip(the
 is the full KKT certificate. A row that needs more than `max_iter` steps gets status proj_error
 and a NaN mu, never a silently inexact one.
 
-Closed-form cases: (i) only disjoint one-hot rows -> per-group sparsemax (Numba);
-(ii) no bound active at the affine projection nu0 = (A A^T)^{-1}(A theta - b) -> done at step 0.
+Closed-form cases: (i) only disjoint one-hot rows -> per-group sparsemax (Numba); (ii) rows with
+disjoint supports (no variable in two rows: exactly_k / at_most_k = a capped simplex, a single
+linear row, fixed values, any box) -> per-row sort-and-threshold (threshold_segments: the scalar
+multiplier of each row from its sorted breakpoints), certified by the same residual test and handed
+to Newton only if that fails; (iii) no bound active at the affine projection
+nu0 = (A A^T)^{-1}(A theta - b) -> done at step 0.
 
 Backward: J = D - D A^T (A D A^T)^+ A D (symmetric), applied with the last factorisation.
 """
@@ -27,7 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
 from methodkit.tools.casper.gram import SparseGram
-from methodkit.tools.casper.program import Program, onehot_only
+from methodkit.tools.casper.program import Program, onehot_only, separable_rows
 
 MAX_ITER = 50
 TOL = 1e-10
@@ -95,7 +99,8 @@ class Projector:
         # Large programs: LDL^T refactored on the fixed pattern of A A^T (gram.py); SuperLU is the fallback.
         self.gram = None if self.dense or onehot_only(program) else SparseGram.build(program.A)
         self.sparsemax = onehot_only(program)
-        if self.sparsemax:
+        self.threshold = not self.sparsemax and separable_rows(program)
+        if self.sparsemax or self.threshold:
             rows = np.full(self.n, -1, dtype=np.int64)
             coo = program.A.tocoo()
             rows[coo.col] = coo.row
@@ -106,6 +111,12 @@ class Projector:
             self.group_ptr = np.r_[0, np.cumsum(np.bincount(rows[order], minlength=program.m))].astype(np.int64)
             self.group_of = rows
             self.loose = np.flatnonzero(~in_group)
+            self.coef = np.zeros(self.n)
+            self.coef[coo.col] = coo.data
+            self.group_coef = np.ascontiguousarray(self.coef[order])
+            # groups laid out in place, none empty: gathers and group sums need no index arrays
+            self.in_place = bool(np.array_equal(order, np.arange(self.n)) and np.all(np.diff(self.group_ptr) > 0))
+        if self.sparsemax:
             self.full_factor = None
         else:
             self.full_factor = self._factor(np.ones(self.n, dtype=bool), 0.0) if program.m else None
@@ -165,6 +176,8 @@ class Projector:
         """
         from threadpoolctl import threadpool_limits
 
+        if self.sparsemax and lower is None and upper is None:  # no BLAS call: skip the thread limit's cost
+            return self._project_sparsemax(np.ascontiguousarray(theta, dtype=np.float64))
         with threadpool_limits(limits=1, user_api="blas"):  # small systems: threads only contend
             return self._project(np.ascontiguousarray(theta, dtype=np.float64), lower, upper)
 
@@ -172,31 +185,66 @@ class Projector:
         if self.sparsemax and lower is None and upper is None:
             return self._project_sparsemax(theta)
         mu = np.empty_like(theta)
-        states = []
-        for i in range(theta.shape[0]):
+        states: list = [None] * theta.shape[0]
+        todo = range(theta.shape[0])
+        if self.threshold:
+            todo = self._project_threshold(theta, lower, upper, mu, states)
+        for i in todo:
             self.lower = self.program.lower if lower is None else lower[i]
             self.upper = self.program.upper if upper is None else upper[i]
             try:
                 mu[i], state = self._project_one(theta[i])
             finally:
                 self.lower, self.upper = self.program.lower, self.program.upper
-            states.append(state)
+            states[i] = state
         return mu, states
+
+    def _project_threshold(self, theta, lower, upper, mu, states) -> list:
+        """Rows with disjoint supports: the closed form per row; returns the instances it did not certify."""
+        from methodkit.tools.casper.kernels import threshold_segments
+
+        count = theta.shape[0]
+        lo = np.broadcast_to(self.program.lower if lower is None else lower, theta.shape)
+        hi = np.broadcast_to(self.program.upper if upper is None else upper, theta.shape)
+        order = self.group_order
+        y, fine = threshold_segments(
+            np.ascontiguousarray(theta[:, order]),
+            self.group_coef,
+            np.ascontiguousarray(lo[:, order]),
+            np.ascontiguousarray(hi[:, order]),
+            self.b,
+            self.group_ptr,
+        )
+        mu[:, order] = y
+        mu[:, self.loose] = np.clip(theta[:, self.loose], lo[:, self.loose], hi[:, self.loose])
+        left = []
+        for i in range(count):
+            tol = min(self.tol + TOL_REL * float(np.max(np.abs(theta[i]), initial=0.0)), max(self.tol, TOL_MAX))
+            residual = float(np.max(np.abs(self.Ar @ mu[i] - self.b), initial=0.0))
+            if not fine[i] or not np.all(np.isfinite(mu[i])) or residual > tol:
+                left.append(i)
+                continue
+            free = (mu[i] > lo[i]) & (mu[i] < hi[i])
+            states[i] = RowState("ok", "threshold", 0, residual, free)
+        return left
 
     def _project_sparsemax(self, theta):
         from methodkit.tools.casper.kernels import sparsemax_segments
 
         program_A = self.program.A
-        mu = np.empty_like(theta)
-        mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
-        mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
-        states = []
-        for i in range(theta.shape[0]):
-            free = (mu[i] > 0) & (mu[i] < 1)
-            free[self.loose] = (theta[i, self.loose] > 0) & (theta[i, self.loose] < 1)
-            residual = float(np.max(np.abs(program_A @ mu[i] - self.b), initial=0.0))
-            states.append(RowState("ok", "sparsemax", 0, residual, free))
-        return mu, states
+        if self.in_place:
+            mu = sparsemax_segments(theta, self.group_ptr)
+        else:
+            mu = np.empty_like(theta)
+            mu[:, self.group_order] = sparsemax_segments(np.ascontiguousarray(theta[:, self.group_order]), self.group_ptr)
+            mu[:, self.loose] = np.clip(theta[:, self.loose], 0.0, 1.0)
+        free = (mu > 0) & (mu < 1)
+        if self.in_place:
+            residual = np.max(np.abs(np.add.reduceat(mu, self.group_ptr[:-1], axis=1) - self.b), axis=1, initial=0.0)
+        else:
+            free[:, self.loose] = (theta[:, self.loose] > 0) & (theta[:, self.loose] < 1)
+            residual = np.max(np.abs(program_A @ mu.T - self.b[:, None]), axis=0, initial=0.0)
+        return mu, [RowState("ok", "sparsemax", 0, float(r), f) for r, f in zip(residual, free)]
 
     def _project_one(self, theta: np.ndarray):
         self.row_tol = min(self.tol + TOL_REL * float(np.max(np.abs(theta), initial=0.0)), max(self.tol, TOL_MAX))
@@ -297,24 +345,28 @@ class Projector:
         """J g per row, J = D - D A^T (A D A^T)^+ A D."""
         grad = np.asarray(grad, dtype=np.float64)
         out = np.zeros_like(grad)
-        for i, state in enumerate(states):
-            if state.status != "ok":
-                continue
-            g = np.where(state.free, grad[i], 0.0)
-            if state.method == "sparsemax":
-                sums = np.bincount(
-                    self.group_of[self.group_order], weights=g[self.group_order], minlength=self.program.m
-                )
-                counts = np.bincount(
-                    self.group_of[self.group_order],
-                    weights=state.free[self.group_order].astype(float),
-                    minlength=self.program.m,
-                )
+        closed = [i for i, st in enumerate(states) if st.status == "ok" and st.method in ("sparsemax", "threshold")]
+        if closed:  # disjoint rows, all instances at once: per row r, g_S - a_S (a_S . g_S) / (a_S . a_S)
+            free = np.stack([states[i].free for i in closed])
+            g = np.where(free, grad[closed], 0.0)
+            if self.in_place:
+                starts = self.group_ptr[:-1]
+                sums = np.add.reduceat(g * self.coef, starts, axis=1)
+                counts = np.add.reduceat(free * (self.coef * self.coef), starts, axis=1)
+                mean = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+                g -= np.where(free, self.coef * np.repeat(mean, np.diff(self.group_ptr), axis=1), 0.0)
+            else:
+                A = self.program.A.tocsr()
+                sums = (A @ g.T).T
+                counts = (A.multiply(A) @ free.T.astype(np.float64)).T
                 mean = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
                 in_group = self.group_of >= 0
-                g[in_group] -= np.where(state.free[in_group], mean[self.group_of[in_group]], 0.0)
-                out[i] = g
+                g[:, in_group] -= np.where(free[:, in_group], self.coef[in_group] * mean[:, self.group_of[in_group]], 0.0)
+            out[closed] = g
+        for i, state in enumerate(states):
+            if state.status != "ok" or state.method in ("sparsemax", "threshold"):
                 continue
+            g = np.where(state.free, grad[i], 0.0)
             if state.factor is None:
                 out[i] = g
                 continue

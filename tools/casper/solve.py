@@ -118,7 +118,12 @@ def run(
     """
     theta = to_theta(program, scores, input_kind)
     projector = Projector(program)
-    decoder = Decoder(program, time_limit=time_limit, weighting=decode_weights)
+    # log-p: -log of the predictor's probabilities (softmax per group, sigmoid per boolean of the raw
+    # scores), not of mu; measured on trained sums, -log mu rewrote more near-certain digits than 1 - mu
+    # and -log p none (docs/casper.md, "Decode weights")
+    probabilities = to_theta(program, scores, "scores") if decode_weights == "log-p" else None
+    weighting = "log" if decode_weights == "log-p" else decode_weights
+    decoder = Decoder(program, time_limit=time_limit, weighting=weighting)
     batch = theta.shape[0]
     batched = None
     if device == "cuda":
@@ -147,6 +152,8 @@ def run(
         else:  # the soft output is not certified; the hard one still comes from the exact decoder
             soft[i] = np.nan
             point, source = _fallback_point(program, theta[i], state)
+        if probabilities is not None:
+            point, source = probabilities[i], "probabilities"
         decoded = decoder.decode(point)
         if decoded.status == "infeasible":
             raise DataError("the program's valid set C is empty: no 0/1 assignment satisfies it")

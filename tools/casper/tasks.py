@@ -4,7 +4,9 @@ Methods: `casper` (structured loss through the exact projection, or weak supervi
 abduction for MNIST-add; hard decode by the structured solver), `unconstrained` (same predictor,
 plain per-variable loss, threshold/argmax decode) and `sl-sample` (plain loss + semantic loss
 estimated from 64 Bernoulli samples, threshold decode; Warcraft only, where validity is checkable
-per sample). The library baselines (`sl-exact`, PyEPO, `pishield`, `deepproblog`) live in
+per sample), `solver` ("predictor + exact solver, no layer": trains like `unconstrained`; eval
+runs the exact decoder on the raw predictor output with no projection: Dijkstra on -log p per cell
+for Warcraft, casper's decoder on the probabilities for Sudoku and sums). The library baselines (`sl-exact`, PyEPO, `pishield`, `deepproblog`) live in
 baselines.py and are wired here.
 
 Warcraft (ours, measured): the CNN's raw cell scores z enter the projection as node scores s*z
@@ -661,6 +663,8 @@ def _eval_warcraft(method, model, arrays, limit, progress, scale=1.0):
         probs = torch.sigmoid(logits)
         if method in PYEPO_METHODS:  # solver in the loop: Dijkstra on the predicted cell costs
             preds[i] = shortest_path(np.clip(F.softplus(logits).numpy().reshape(n, n), 1e-6, None))
+        elif method == "solver":  # no layer: Dijkstra on -log sigmoid(z) = softplus(-z) per cell
+            preds[i] = shortest_path(np.clip(F.softplus(-logits).numpy().reshape(n, n), 1e-6, None))
         elif flow is not None:
             theta = flow.theta(logits).numpy()
             mu, states = flow.projector.project(theta)
@@ -691,7 +695,7 @@ def _eval_sudoku(method, model, arrays, limit, progress, time_limit=600.0):
     images, givens, solutions = arrays["test_images"], arrays["test_givens"], arrays["test_solutions"]
     size = solutions.shape[1]
     count = min(limit or len(images), len(images))
-    if method == "casper":
+    if method in ("casper", "solver"):
         program = compiled("sudoku", size)
         projector, decoder = Projector(program), Decoder(program, time_limit=60.0)
     shielded, shield_status = None, "ok"
@@ -716,8 +720,8 @@ def _eval_sudoku(method, model, arrays, limit, progress, time_limit=600.0):
                 rows.append({"i": i, "status": "timeout", "valid": False, "exact": False, "cell_accuracy": None})
                 continue
             boards[i] = shielded[i].reshape(size * size, size).argmax(1).reshape(size, size)
-        elif method == "casper":
-            mu, _ = projector.project(theta)
+        elif method in ("casper", "solver"):  # solver: the decoder on the probabilities, no projection
+            mu = projector.project(theta)[0] if method == "casper" else theta
             y = decoder.decode(mu[0]).y
             boards[i] = y.reshape(size * size, size).argmax(1).reshape(size, size)
         else:
@@ -754,7 +758,7 @@ def _eval_addition(method, model, arrays, limit, progress, time_limit=600.0):
     a_img, b_img = arrays["test_a_img"], arrays["test_b_img"]
     count = min(limit or len(a_img), len(a_img))
     n_digits = a_img.shape[1]
-    if method == "casper":
+    if method in ("casper", "solver"):
         program = compiled("addition", n_digits, False)
         projector, decoder = Projector(program), Decoder(program)
         decoder.decode(np.full(program.n, 0.5))  # load the compiled kernels before timing
@@ -772,9 +776,9 @@ def _eval_addition(method, model, arrays, limit, progress, time_limit=600.0):
         ps = torch.softmax(model["sum"](pa, pb), -1).numpy()
         ps = np.concatenate([ps, np.full((1, 10), 0.1)])  # the top sum digit has no column
         decode_ms = None
-        if method == "casper":
+        if method in ("casper", "solver"):  # solver: the decoder on the probabilities, no projection
             theta = addition_theta(program, pa.numpy()[None], pb.numpy()[None], ps[None])
-            mu, _ = projector.project(theta)
+            mu = projector.project(theta)[0] if method == "casper" else theta
             t0 = time.perf_counter()
             y = decoder.decode(mu[0]).y
             decode_ms = (time.perf_counter() - t0) * 1000

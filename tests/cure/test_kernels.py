@@ -1,0 +1,80 @@
+"""core/kernels/segments.py against plain references on fresh random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from methodkit.core.kernels import segments as K
+
+
+def _random_ids(rng, n_seg=40):
+    lengths = rng.integers(1, 30, n_seg)
+    return np.repeat(np.arange(n_seg), lengths).astype(np.int32)
+
+
+def ref_auc(scores, labels):
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def test_segment_ops_match_python_loops():
+    rng = np.random.default_rng(1)
+    ids = _random_ids(rng)
+    v = rng.normal(size=len(ids))
+    starts = K.segment_starts(ids)
+    assert starts[0] == 0 and starts[-1] == len(ids) and len(starts) == 41
+    for s in range(40):
+        seg = v[ids == s]
+        assert K.segment_sum(v, starts)[s] == pytest.approx(seg.sum(), abs=1e-12)
+        assert K.segment_mean(v, starts)[s] == pytest.approx(seg.mean(), abs=1e-12)
+        rtg, acc = [], 0.0
+        for x in seg[::-1]:
+            acc = x + 0.9 * acc
+            rtg.append(acc)
+        np.testing.assert_allclose(K.returns_to_go(v, starts, 0.9)[ids == s], rtg[::-1], atol=1e-12)
+    two = np.stack([v, 2 * v], 1)
+    np.testing.assert_allclose(K.segment_sum(two, starts)[:, 1], 2 * K.segment_sum(v, starts), atol=1e-12)
+
+
+def test_roc_auc_with_ties_matches_pairwise_count_and_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        s = rng.integers(0, 6, 80).astype(float)  # many ties
+        y = rng.integers(0, 2, 80)
+        assert K.roc_auc(s, y) == pytest.approx(ref_auc(s, y), abs=1e-12)
+        assert K.roc_auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert K.roc_auc(np.array([1.0, 2.0, 3.0, 4.0]), np.array([0, 0, 1, 1])) == 1.0
+    assert K.roc_auc(np.ones(4), np.array([0, 1, 0, 1])) == 0.5
+    assert np.isnan(K.roc_auc(np.ones(3), np.ones(3, int)))
+
+
+def test_grubbs_rows_and_critical_value():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(30, 5))
+    g, arg = K.grubbs_rows(x)
+    for r in range(30):
+        dev = np.abs(x[r] - x[r].mean())
+        assert g[r] == pytest.approx(dev.max() / x[r].std(ddof=1), abs=1e-12)
+        assert arg[r] == dev.argmax()
+    assert K.grubbs_critical(5, 0.05) == pytest.approx(1.7150, abs=1e-3)  # published table value
+    assert K.grubbs_critical(10, 0.05) == pytest.approx(2.2900, abs=1e-3)
+
+
+def test_nn1_matches_brute_force_and_skips_same_group():
+    rng = np.random.default_rng(4)
+    q = rng.normal(size=(70, 5)).astype(np.float32)
+    r = rng.normal(size=(300, 5)).astype(np.float32)
+    full = ((q[:, None, :].astype(np.float64) - r[None]) ** 2).sum(-1)
+    qg, rg = rng.integers(0, 4, 70), rng.integers(0, 4, 300)
+    masked = np.where(qg[:, None] == rg[None], np.inf, full)
+    for method in K.NN_METHODS:
+        d, i = K.nn1(q, r, block=16, method=method)
+        np.testing.assert_array_equal(i, full.argmin(1))
+        np.testing.assert_allclose(d, full.min(1), rtol=1e-4, atol=1e-4)
+        d2, i2 = K.nn1(q, r, qg, rg, method=method)
+        np.testing.assert_array_equal(i2, masked.argmin(1))
+        assert (rg[i2] != qg).all()

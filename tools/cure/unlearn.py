@@ -1,0 +1,441 @@
+"""CURE: retained baseline (step A), overlap-interference gate (step B), gated unlearning (step C),
+and the baselines that share its step budget (retrain, finetune, neggrad, random-reward, trajdeleter,
+cure-uniform, cure-noactor)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from methodkit.core.errors import RunFailure
+from methodkit.tools.cure.backbones import Agent, batch, mlp
+from methodkit.tools.cure.data import Dataset
+
+METHODS = ("cure", "retrain", "finetune", "neggrad", "random-reward", "trajdeleter", "cure-uniform", "cure-noactor")
+BASELINES = ("expectile", "qmu")
+GRAD_LAYERS = ("all", "last2")
+
+
+@dataclass
+class ForgetConfig:
+    method: str = "cure"
+    steps: int | None = None  # default: 5% of the original's steps
+    batch_size: int = 256
+    baseline: str = "expectile"
+    baseline_steps: int = 2000
+    expectile: float = 0.7
+    kappa: float = 0.5
+    lambda_s: float = 1.0
+    lambda_a: float = 0.1
+    lambda_r: float = 0.5
+    rho: float | None = None  # default 0.25 * act_dim
+    lambda_p: float = 0.1
+    w_min: float = 0.1
+    c0: float | None = None
+    temp: float | None = None
+    calib_trajs: int = 50
+    grad_batches: int = 8
+    grad_batch: int = 1024
+    grad_layers: str = "all"
+    rescore_every: int = 0
+    neggrad_weight: float = 0.25
+    overlap_ref: int = 20000
+    score_heldout: bool = True
+    seed: int = 0
+
+
+@dataclass
+class Scores:
+    """Per-trajectory cosines and gates for the forget set and the scored reference groups."""
+
+    traj: np.ndarray
+    role: np.ndarray  # "forget", "calibration", "heldout"
+    cosine: np.ndarray
+    gate: np.ndarray
+    overlap: np.ndarray
+    c0: float
+    temp: float
+    warnings: list = field(default_factory=list)
+
+    def of(self, role: str):
+        m = self.role == role
+        return self.traj[m], self.cosine[m], self.gate[m]
+
+
+@dataclass
+class ForgetResult:
+    method: str
+    algo: str
+    steps: int
+    seconds: float
+    forget_trajectories: int
+    retained_trajectories: int
+    lambda_s: float
+    rollbacks: int
+    c0: float | None
+    temp: float | None
+    gate_histogram: list | None
+    gate_means: dict | None
+    warnings: list
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------- step B: interference cosines
+
+
+def critic_params(agent: Agent, layers: str = "all") -> list:
+    """Critic parameters scored by the cosines: all, or the last two linear layers of each network."""
+    if layers == "all":
+        return agent.critic_parameters()
+    out = []
+    for module in agent.critic_modules():
+        for seq in [m for m in module.modules() if isinstance(m, nn.Sequential)]:
+            linears = [m for m in seq if isinstance(m, nn.Linear)]
+            for lin in linears[-2:]:
+                out += list(lin.parameters())
+    return out
+
+
+def flat_grad(agent: Agent, b: dict, params: list) -> torch.Tensor:
+    """Gradient of the mean semi-gradient half squared TD error of batch b w.r.t. params, flattened."""
+    loss = agent.td_sq(b).mean()
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    return torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+
+
+def cosine(u: torch.Tensor, v: torch.Tensor) -> float:
+    return float(torch.dot(u, v) / (u.norm() * v.norm() + 1e-12))
+
+
+def gate(c: np.ndarray, c0: float, temp: float, w_min: float) -> np.ndarray:
+    """w = w_min + (1 - w_min) * sigmoid((c0 - c) / T): 1 for anti-aligned trajectories, ~w_min for aligned ones."""
+    z = np.clip((c0 - np.asarray(c, float)) / max(temp, 1e-12), -60, 60)
+    return w_min + (1 - w_min) / (1 + np.exp(-z))
+
+
+def score(agent: Agent, ds: Dataset, forget_ids, retained_ids, cfg: ForgetConfig, progress=None) -> Scores:
+    """Step B: cosine(g_tau, g_R) for every forget trajectory, the calibration set and held-out trajectories."""
+    progress = progress or (lambda *a: None)
+    rng = np.random.default_rng([cfg.seed, 23])
+    retained_ids = np.asarray(retained_ids)
+    n_cal = min(cfg.calib_trajs, max(1, len(retained_ids) // 4))
+    calib = np.sort(rng.choice(retained_ids, n_cal, replace=False))
+    ref_rows = ds.rows_of(np.setdiff1d(retained_ids, calib))
+    params = critic_params(agent, cfg.grad_layers)
+    warnings = []
+    g_r = torch.zeros(sum(p.numel() for p in params))
+    for k in range(cfg.grad_batches):
+        rows = ref_rows[rng.integers(0, len(ref_rows), cfg.grad_batch)]
+        g_r += flat_grad(agent, batch(ds.arrays, rows, agent), params) / cfg.grad_batches
+        progress("score g_R", k + 1, cfg.grad_batches)
+    if float(g_r.norm()) == 0.0:
+        warnings.append("zero-norm retained gradient g_R: every cosine is 0")
+    heldout = ds.arrays["traj_split"].nonzero()[0] if cfg.score_heldout else np.zeros(0, np.int64)
+    groups = [("forget", np.asarray(forget_ids)), ("calibration", calib), ("heldout", heldout)]
+    traj, role, cos = [], [], []
+    total, done, zero = sum(len(g) for _, g in groups), 0, 0
+    for name, ids in groups:
+        for t in ids:
+            rows = np.arange(ds.starts[t], ds.starts[t + 1])
+            g = flat_grad(agent, batch(ds.arrays, rows, agent), params)
+            if float(g.norm()) == 0.0:
+                zero += 1
+            traj.append(int(t))
+            role.append(name)
+            cos.append(cosine(g, g_r))
+            done += 1
+            if done % 25 == 0 or done == total:
+                progress("score trajectories", done, total)
+    if zero:
+        warnings.append(f"{zero} trajectories with a zero-norm TD gradient: cosine set to 0")
+    cos = np.asarray(cos)
+    role = np.asarray(role)
+    c_cal = cos[role == "calibration"]
+    c0 = float(np.quantile(c_cal, 0.10)) if cfg.c0 is None else cfg.c0
+    temp = float(0.5 * c_cal.std()) if cfg.temp is None else cfg.temp
+    if temp <= 0:
+        temp = 1e-3
+        warnings.append("calibration cosines have zero spread: temperature set to 1e-3")
+    w = gate(cos, c0, temp, cfg.w_min)
+    return Scores(np.asarray(traj), role, cos, w, np.full(len(cos), np.nan), c0, temp, warnings)
+
+
+def support_overlap(agent: Agent, ds: Dataset, query_ids, retained_ids, cfg: ForgetConfig) -> np.ndarray:
+    """o_tau: share of a trajectory's transitions whose nearest retained (s||a) lies within the median
+    retained leave-one-trajectory-out nearest-neighbour radius (normalised space, blocked Numba 1-NN)."""
+    from methodkit.core.kernels.segments import nn1
+
+    rng = np.random.default_rng([cfg.seed, 29])
+    ref_rows = ds.rows_of(retained_ids)
+    if len(ref_rows) > cfg.overlap_ref:
+        ref_rows = np.sort(rng.choice(ref_rows, cfg.overlap_ref, replace=False))
+    x = np.concatenate([ds.arrays["observations"], ds.arrays["actions"]], 1)
+    mu, sd = x[ref_rows].mean(0), x[ref_rows].std(0) + 1e-6
+    ref = ((x[ref_rows] - mu) / sd).astype(np.float32)
+    tid = ds.arrays["traj_id"].astype(np.int64)
+    probe = np.sort(rng.choice(len(ref_rows), min(2000, len(ref_rows)), replace=False))
+    d_ref, _ = nn1(ref[probe], ref, tid[ref_rows][probe], tid[ref_rows])
+    radius = float(np.median(d_ref[np.isfinite(d_ref)]))
+    out = np.empty(len(query_ids))
+    for k, t in enumerate(query_ids):
+        rows = np.arange(ds.starts[t], ds.starts[t + 1])
+        d, _ = nn1(((x[rows] - mu) / sd).astype(np.float32), ref, tid[rows], tid[ref_rows])
+        out[k] = float((d <= radius).mean())
+    return out
+
+
+# ---------------------------------------------------------------- step A: retained baseline
+
+
+class Baseline(nn.Module):
+    """b(s): expectile V_R(s) of Q_0 on D_r, or Q_0(s, mu_R(s)) with a BC policy mu_R."""
+
+    def __init__(self, kind, agent0: Agent):
+        super().__init__()
+        self.kind = kind
+        self.agent0 = agent0
+        if kind == "expectile":
+            self.net = copy.deepcopy(agent0.value) if hasattr(agent0, "value") else mlp(agent0.obs_dim, 1, agent0.hidden)
+        else:
+            self.net = mlp(agent0.obs_dim, agent0.act_dim, agent0.hidden)
+        self.net.requires_grad_(True)  # a copy of a frozen V_0 (IQL warm start) must train
+
+    def forward(self, s):
+        if self.kind == "expectile":
+            return self.net(s).squeeze(-1)
+        return self.agent0.q(s, torch.tanh(self.net(s)))
+
+
+def fit_baseline(agent0: Agent, ds: Dataset, rows_r: np.ndarray, cfg: ForgetConfig, progress=None):
+    """Step A: the baseline network and the margin m = kappa * std(Q_0 on D_r)."""
+    progress = progress or (lambda *a: None)
+    base = Baseline(cfg.baseline, agent0)
+    opt = torch.optim.Adam(base.net.parameters(), lr=3e-4)
+    rng = np.random.default_rng([cfg.seed, 31])
+    for step in range(cfg.baseline_steps):
+        b = batch(ds.arrays, rows_r[rng.integers(0, len(rows_r), cfg.batch_size)], agent0)
+        if cfg.baseline == "expectile":
+            with torch.no_grad():
+                q = agent0.q(b["s"], b["a"])
+            diff = q - base(b["s"])
+            loss = (torch.abs(cfg.expectile - (diff < 0).float()) * diff**2).mean()
+        else:
+            loss = ((torch.tanh(base.net(b["s"])) - b["a"]) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % 200 == 0 or step == cfg.baseline_steps - 1:
+            progress("baseline", step + 1, cfg.baseline_steps)
+    base.requires_grad_(False)
+    with torch.no_grad():
+        probe = rows_r[:: max(1, len(rows_r) // 8192)]
+        b = batch(ds.arrays, probe, agent0)
+        margin = float(cfg.kappa * agent0.q(b["s"], b["a"]).std())
+    return base, margin
+
+
+# ---------------------------------------------------------------- step C and the baselines
+
+
+def _cat(b1: dict, b2: dict) -> dict:
+    return {k: torch.cat([b1[k], b2[k]]) for k in b1}
+
+
+def _snapshot(agent: Agent) -> dict:
+    return {"state": copy.deepcopy(agent.state_dict()), "steps": agent.steps}
+
+
+def _restore(agent: Agent, snap: dict) -> None:
+    agent.load_state_dict(snap["state"])
+    agent.steps = snap["steps"]
+    agent.make_optimisers()
+
+
+class Unlearner:
+    """One gradient step of any method, on a retained batch br and a forget batch bf with gates wf."""
+
+    def __init__(self, agent, agent0, cfg, base=None, margin=0.0):
+        self.agent, self.agent0, self.cfg, self.base, self.margin = agent, agent0, cfg, base, margin
+        self.lambda_s = cfg.lambda_s
+        self.rho = cfg.rho if cfg.rho is not None else 0.25 * agent.act_dim
+
+    def step(self, br: dict, bf: dict, wf: torch.Tensor, phase: int = 0) -> tuple[float, float]:
+        ag, cfg, m = self.agent, self.cfg, self.cfg.method
+        n_r = len(br["r"])
+        if m in ("cure", "cure-uniform", "cure-noactor"):
+            loss = ag.critic_per_sample(br).mean()
+            q_f = ag.q(bf["s"], bf["a"])
+            b_f = self.base(bf["s"])
+            loss = loss + self.lambda_s * (wf * torch.relu(q_f - (b_f - self.margin)) ** 2).mean()
+            loss = loss + ((1 - wf) * ag.critic_per_sample(bf)).mean()
+            with torch.no_grad():
+                q0 = self.agent0.q(br["s"], br["a"])
+            loss = loss + cfg.lambda_a * ((ag.q(br["s"], br["a"]) - q0) ** 2).mean()
+        elif m == "neggrad":
+            loss = ag.critic_per_sample(br).mean() - cfg.neggrad_weight * ag.critic_per_sample(bf).mean()
+        elif m == "trajdeleter" and phase == 1:
+            with torch.no_grad():
+                q0 = self.agent0.q(br["s"], br["a"])
+            q1, q2 = ag.critic(br["s"], br["a"])
+            loss = ((q1 - q0) ** 2 + (q2 - q0) ** 2).mean()
+        elif m in ("random-reward", "trajdeleter"):
+            loss = ag.critic_per_sample(_cat(br, bf)).mean()
+        else:  # finetune
+            loss = ag.critic_per_sample(br).mean()
+        ag.step_critic(loss)
+        aloss = torch.zeros(())
+        if ag.actor_due():
+            aloss = self._actor_loss(br, bf, wf, n_r, phase)
+            ag.step_actor(aloss)
+            ag.update_targets()
+        ag.steps += 1
+        with torch.no_grad():
+            qmax = float(ag.q(br["s"], br["a"]).abs().max())
+        return float(loss.detach()) + float(aloss.detach()), qmax
+
+    def _actor_loss(self, br, bf, wf, n_r, phase):
+        ag, cfg, m = self.agent, self.cfg, self.cfg.method
+        if m in ("cure", "cure-uniform"):
+            bc_w = torch.cat([torch.ones(n_r), 1 - wf])
+            loss = ag.actor_per_sample(_cat(br, bf), bc_weight=bc_w).mean()
+            if ag.algo != "iql":
+                pi_f = ag.actor(bf["s"])
+                loss = loss + cfg.lambda_r * (wf * torch.relu(self.rho - ((pi_f - bf["a"]) ** 2).sum(-1))).mean()
+                with torch.no_grad():
+                    pi0 = self.agent0.actor(br["s"])
+                loss = loss + cfg.lambda_p * ((ag.actor(br["s"]) - pi0) ** 2).sum(-1).mean()
+            return loss
+        if m == "cure-noactor" or m in ("random-reward",) or (m == "trajdeleter" and phase == 0):
+            return ag.actor_per_sample(_cat(br, bf)).mean()
+        if m == "trajdeleter":
+            with torch.no_grad():
+                pi0 = self.agent0.actor(br["s"])
+            return ag.actor_per_sample(br).mean() + ((ag.actor(br["s"]) - pi0) ** 2).sum(-1).mean()
+        return ag.actor_per_sample(br).mean()  # finetune, neggrad
+
+
+def forget(
+    agent0: Agent,
+    ds: Dataset,
+    forget_ids,
+    cfg: ForgetConfig,
+    *,
+    exclude=(),
+    original_steps: int = 0,
+    progress=None,
+) -> tuple[Agent, Scores | None, ForgetResult]:
+    """Unlearn `forget_ids` from agent0 with cfg.method; returns (new agent, scores or None, result)."""
+    from methodkit.tools.cure.train import train
+
+    progress = progress or (lambda *a: None)
+    started = time.perf_counter()
+    forget_ids = np.asarray(forget_ids, dtype=np.int64)
+    retained = np.setdiff1d(np.setdiff1d(ds.train_ids(), forget_ids), np.asarray(list(exclude), dtype=np.int64))
+    warnings: list = []
+    n_steps = cfg.steps if cfg.steps is not None else max(1, int(round(0.05 * original_steps)))
+    if cfg.method == "retrain":
+        agent, _, res = train(ds, agent0.algo, exclude=np.union1d(forget_ids, list(exclude)), steps=original_steps,
+                              hidden=agent0.hidden, seed=cfg.seed, progress=progress)  # fmt: skip
+        seconds = time.perf_counter() - started
+        return agent, None, ForgetResult("retrain", agent0.algo, original_steps, round(seconds, 3), len(forget_ids),
+                                         len(retained), 0.0, 0, None, None, None, None, warnings)  # fmt: skip
+    torch.manual_seed(cfg.seed)
+    agent0.requires_grad_(True)
+    agent = copy.deepcopy(agent0)
+    agent.gen = torch.Generator().manual_seed(cfg.seed)
+    agent.make_optimisers()
+    agent0.requires_grad_(False)
+    rows_r, rows_f = ds.rows_of(retained), ds.rows_of(forget_ids)
+    scores = base = None
+    margin = 0.0
+    w_rows = np.ones(len(ds.arrays["rewards"]), np.float32)
+    if cfg.method.startswith("cure"):
+        base, margin = fit_baseline(agent0, ds, rows_r, cfg, progress)
+        if cfg.method != "cure-uniform":
+            agent0.requires_grad_(True)
+            scores = score(agent0, ds, forget_ids, retained, cfg, progress)
+            agent0.requires_grad_(False)
+            scores.overlap[scores.role == "forget"] = support_overlap(agent0, ds, forget_ids, retained, cfg)
+            warnings += scores.warnings
+            _apply_gates(w_rows, ds, scores)
+    rewards = None
+    if cfg.method == "random-reward":
+        rng_r = np.random.default_rng([cfg.seed, 37])
+        r = ds.arrays["rewards"]
+        rewards = r.copy()
+        rewards[rows_f] = rng_r.normal(r.mean(), r.std(), len(rows_f)).astype(np.float32)
+    if cfg.method == "trajdeleter":
+        rewards = ds.arrays["rewards"].copy()
+        rewards[rows_f] = -rewards[rows_f]
+    un = Unlearner(agent, agent0, cfg, base, margin)
+    rng = np.random.default_rng([cfg.seed, 41])
+    snap, rollbacks = _snapshot(agent), 0
+    step = 0
+    while step < n_steps:
+        if cfg.rescore_every and scores is not None and step and step % cfg.rescore_every == 0:
+            agent.requires_grad_(True)
+            scores = score(agent, ds, forget_ids, retained, cfg)
+            _apply_gates(w_rows, ds, scores)
+        phase = int(cfg.method == "trajdeleter" and step >= n_steps // 2)
+        br_rows = rows_r[rng.integers(0, len(rows_r), cfg.batch_size)]
+        bf_rows = rows_f[rng.integers(0, len(rows_f), cfg.batch_size)]
+        br = batch(ds.arrays, br_rows, agent, rewards)
+        bf = batch(ds.arrays, bf_rows, agent, rewards)
+        loss, qmax = un.step(br, bf, torch.as_tensor(w_rows[bf_rows]), phase)
+        if not np.isfinite(loss) or qmax > 1e6:
+            if rollbacks:
+                raise RunFailure(f"forget --method {cfg.method}: diverged again after halving lambda_s "
+                                 f"(loss {loss:.3g}, |Q| {qmax:.3g}); the input model is untouched")  # fmt: skip
+            rollbacks += 1
+            un.lambda_s /= 2
+            _restore(agent, snap)
+            step = snap["steps"] - agent0.steps
+            warnings.append(f"diverged at step {step}: rolled back and halved lambda_s to {un.lambda_s}")
+            continue
+        step += 1
+        if step % 50 == 0:
+            snap = _snapshot(agent)
+        if step % 25 == 0 or step == n_steps:
+            progress(f"forget {cfg.method}", step, n_steps)
+    seconds = time.perf_counter() - started
+    hist = means = None
+    if scores is not None:
+        _, _, wf = scores.of("forget")
+        hist = np.histogram(wf, bins=10, range=(0, 1))[0].tolist()
+        means = gate_means(ds, scores)
+    res = ForgetResult(cfg.method, agent.algo, n_steps, round(seconds, 3), len(forget_ids), len(retained),
+                       un.lambda_s, rollbacks, None if scores is None else scores.c0,
+                       None if scores is None else scores.temp, hist, means, warnings)  # fmt: skip
+    return agent, scores, res
+
+
+def _apply_gates(w_rows: np.ndarray, ds: Dataset, scores: Scores) -> None:
+    for t, w in zip(*scores.of("forget")[::2]):
+        w_rows[ds.starts[t] : ds.starts[t + 1]] = w
+
+
+def gate_means(ds: Dataset, scores: Scores) -> dict:
+    """Mean gate per group: forget trajectories by contributor and styled/plain, held-out by contributor."""
+    names = ds.meta["contributors"]
+    contrib = ds.traj_contributor()
+    styled = ds.arrays["traj_styled"]
+    out: dict = {}
+    for role in ("forget", "calibration", "heldout"):
+        m = scores.role == role
+        for t_group in sorted(set(contrib[scores.traj[m]].tolist())):
+            sel = m & (contrib[scores.traj] == t_group)
+            key = f"{role}:{names[t_group]}"
+            out[key] = float(scores.gate[sel].mean())
+            if role == "forget" and styled[scores.traj[sel]].any():
+                for flag, label in ((True, "styled"), (False, "plain")):
+                    s2 = sel & (styled[scores.traj] == flag)
+                    if s2.any():
+                        out[f"{key}:{label}"] = float(scores.gate[s2].mean())
+    return out
