@@ -4,7 +4,25 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import OutputPath, common_options, option_group
+from methodkit.cli._common import DemoStep, OutputPath, common_options, option_group
+
+# make demo's steps (cli/dar_backdoor.py exposes them as DEMO)
+DEMO = [
+    DemoStep(
+        "dar-backdoor discover --dataset synthetic --limit 2000 --budget 20 --rank entropy --top 1",
+        "synthetic",
+        "entropy",
+        "entropy of the top rule",
+    ),
+    # end to end: discover, relabel, teacher, clean-KD student, eval (docs/dar.md: the same at the 20k acceptance size)
+    DemoStep(
+        "dar-backdoor run --op whitened --dataset fashion-mnist --limit 5000 --test-limit 2000 --epochs 6"
+        " --width 8 --batch-size 32 --budget 0.01 --kappa 0 --methods dar -q -o - --format jsonl",
+        "fashion-mnist 5k, width 8",
+        "asr",
+        "DAR ASR after clean KD",
+    ),
+]
 
 OPS = click.Choice(["spatial", "frequency", "whitened"])
 RANKS = click.Choice(["cost", "entropy", "conflict", "isolation", "reach", "extent"])

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import OutputPath, common_options, option_group
+from methodkit.cli._common import DemoStep, OutputPath, common_options, option_group
+
+# make demo's step (cli/nte_encode.py exposes it as DEMO)
+DEMO = [
+    DemoStep(
+        "nte-encode zoo --arch pcnn-p4c8,pcnn-p4c16 --seeds 0 --train-size 4000 --epochs 2 -o zoo -q > /dev/null"
+        " && nte-encode key zoo/pcnn-p4c8-s0.safetensors -o key.npz > /dev/null"
+        " && nte-encode encode --dataset fashion-mnist:test --limit 1000 --key key.npz --psnr 10 -o c.npz > /dev/null"
+        " && nte-encode eval c.npz --clean-dataset fashion-mnist:test --limit 1000"
+        " --auth zoo/pcnn-p4c8-s0.safetensors --unauth zoo/pcnn-p4c16-s0.safetensors | tail -1",
+        "fashion-mnist (4k train, 1k test), 10 dB",
+        "drop",
+        "unauthorized accuracy drop",
+    )
+]
 
 LAYOUTS = click.Choice(["shared", "patch"])
 
@@ -110,5 +124,5 @@ zoo_options = option_group(
     click.option("--misalign-from",
                  help="Zoo name (e.g. pcnn-p4c8-s0): also train stems W_A + t E with the body retrained."),  # fmt: skip
     click.option("--t", "t_values", default="0,0.05,0.2,1", show_default=True, help="Misalignment levels t."),
-    common_options("output", "format", "threads", "force", "meta", "quiet", "verbose", output_kind="unchecked"),
+    common_options("output", "format", "threads", "force", "meta", "quiet", "verbose", output_kind="folder"),
 )

@@ -3,25 +3,8 @@
 from __future__ import annotations
 
 from methodkit.cli import _dar_options as opts
-from methodkit.cli._common import DemoStep, Run, input_argument, tool_group, warn
-
-DEMO = [
-    DemoStep(
-        "dar-backdoor discover --dataset synthetic --limit 2000 --budget 20 --rank entropy --top 1",
-        "synthetic",
-        "entropy",
-        "entropy of the top rule",
-    ),
-    # end to end: discover, relabel, teacher, clean-KD student, eval (docs/dar.md: the same at the 20k acceptance size)
-    DemoStep(
-        "dar-backdoor run --op whitened --dataset fashion-mnist --limit 5000 --test-limit 2000 --epochs 6"
-        " --width 8 --batch-size 32 --budget 0.01 --kappa 0 --methods dar -q -o - --format jsonl",
-        "fashion-mnist 5k, width 8",
-        "asr",
-        "DAR ASR after clean KD",
-    ),
-]
-
+from methodkit.cli._common import Run, input_argument, tool_group, warn
+from methodkit.cli._dar_options import DEMO  # noqa: F401  (make demo reads cli modules' DEMO)
 
 
 @tool_group(name="dar-backdoor")
@@ -127,23 +110,16 @@ def poison_cmd(input, dataset, split, limit, rules_path, rule_index, target, bud
     --random relabels the same count of random non-target images instead (seeded by --seed): the
     labels of the control model that `eval --control` subtracts.
     """
-    from methodkit.core import io
-    from methodkit.tools.dar.commands import classes_of
-    from methodkit.tools.dar.poison import poison, random_relabel, resolve_budget
+    from methodkit.tools.dar.commands import relabel
 
     run = Run.from_context()
     run.refuse_existing_output()
     _require_images(input, dataset)
     rule = None if random_control else _rule(run, rules_path, rule_index)
     x, y, _ = _images(run, input, dataset, split, limit)
-    n, k = resolve_budget(budget, len(x)), classes_of(y, classes)
-    result = random_relabel(x, y, target, n, k, run.seed) if random_control else poison(x, y, rule, target, n, k)
+    result = relabel(x, y, rule, target, budget, classes, run.seed, labels_out, manifest, force=run.force)
     for message in result.warnings:
         warn(run.tool, message)
-    if labels_out:
-        io.write_arrays(labels_out, {"y": result.labels}, force=run.force)
-    if manifest:
-        io.write_json(result.manifest(), manifest, force=run.force)
     run.emit_table(result.table())
 
 
@@ -198,7 +174,7 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     """
     from methodkit.core.errors import UsageError
     from methodkit.tools.dar import victim
-    from methodkit.tools.dar.commands import classes_of, remove_stale_partial
+    from methodkit.tools.dar.commands import classes_of, train_victim
 
     run = Run.from_context()
     x, y, _ = _images(run, input, dataset, split, limit, labels)
@@ -211,14 +187,9 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     cfg = victim.VictimConfig(arch=arch, width=width, epochs=epochs, batch_size=batch_size, lr=lr,
                               temperature=temperature, alpha=alpha, augment=augment, seed=run.seed,
                               device=run.params.get("device") or "auto", backbone=backbone)  # fmt: skip
-    cfg.check()
-    t = victim.load(teacher) if teacher else None
-    partial = victim.partial_path(run.output)
     with run.progress() as cb:
-        model, summary = victim.fit(x, y, cfg, classes_of(y, classes), teacher=t, progress=cb, partial=partial)
-    model.save(run.output)
-    remove_stale_partial(partial)
-    run.emit_result({"model": run.output, "arch": arch, "kd": t is not None, **summary}, output="-")
+        summary = train_victim(x, y, cfg, classes_of(y, classes), teacher, run.output, progress=cb)
+    run.emit_result({"model": run.output, "arch": arch, "kd": teacher is not None, **summary}, output="-")
 
 
 @main.command("eval")
@@ -236,7 +207,7 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
     rule's carriers adds over random relabelling plus the same operator.
     """
     from methodkit.core.errors import CheckFailed, UsageError
-    from methodkit.tools.dar import victim
+    from methodkit.tools.dar import commands
     from methodkit.tools.dar.evaluate import evaluate
     from methodkit.tools.dar.rules import check_strength
 
@@ -246,15 +217,7 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
     x, y, _ = _images(run, input, dataset, split, limit)
     if trigger == "rule" and not rules_path:
         raise UsageError("--trigger rule needs --rules PATH")
-    if not model_path:
-        raise UsageError("--model MODEL is required (a model from train)")
-    classes = victim.read_config(model_path)["classes"]  # checked before torch is loaded
-    if control_path and victim.read_config(control_path)["classes"] != classes:
-        raise UsageError(f"--control {control_path}: its class count differs from --model's ({classes})")
-    if not 0 <= target < classes:
-        raise UsageError(f"--target {target} is not a class (the model has {classes})")
-    model = victim.load(model_path)
-    control = victim.load(control_path) if control_path else None
+    model, control = commands.eval_models(model_path, control_path, target)
     rule = _rule(run, rules_path, rule_index) if trigger == "rule" else trigger
     result = evaluate(model, x, y, rule, target, kappa, blend, control=control)
     run.emit_result(result)
@@ -285,7 +248,6 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
     # options are checked before the data and torch are loaded: a typo fails in a fraction of a second
     import pandas as pd
 
-    from methodkit.core.errors import UsageError
     from methodkit.tools.dar import commands
     from methodkit.tools.dar.rules import check_strength
 
@@ -293,8 +255,7 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
     r.threads()
     alphas, chosen, chosen_defenses = commands.parse_run_lists(alpha, methods, defenses)
     check_strength(kappa, 1.0)
-    if operator == "band-carrier" and (op != "whitened" or method != "clique"):
-        raise UsageError("--operator band-carrier needs --op whitened (and --discover clique)")
+    commands.check_operator(operator, op, method)
     r.refuse_existing_output()
     message = commands.no_implant_warning(op, kappa, chosen, operator)
     if message:

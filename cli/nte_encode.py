@@ -5,20 +5,8 @@ from __future__ import annotations
 import click
 
 from methodkit.cli import _nte_options as opts
-from methodkit.cli._common import DemoStep, Run, input_argument, tool_group
-
-DEMO = [
-    DemoStep(
-        "nte-encode zoo --arch pcnn-p4c8,pcnn-p4c16 --seeds 0 --train-size 4000 --epochs 2 -o zoo -q > /dev/null"
-        " && nte-encode key zoo/pcnn-p4c8-s0.safetensors -o key.npz > /dev/null"
-        " && nte-encode encode --dataset fashion-mnist:test --limit 1000 --key key.npz --psnr 10 -o c.npz > /dev/null"
-        " && nte-encode eval c.npz --clean-dataset fashion-mnist:test --limit 1000"
-        " --auth zoo/pcnn-p4c8-s0.safetensors --unauth zoo/pcnn-p4c16-s0.safetensors | tail -1",
-        "fashion-mnist (4k train, 1k test), 10 dB",
-        "drop",
-        "unauthorized accuracy drop",
-    )
-]
+from methodkit.cli._common import Run, input_argument, tool_group
+from methodkit.cli._nte_options import DEMO  # noqa: F401  (make demo reads cli modules' DEMO)
 
 
 @tool_group(name="nte-encode")
@@ -87,36 +75,14 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
     """
     from methodkit.cli._common import warn
     from methodkit.core import io
-    from methodkit.core.errors import DataError
     from methodkit.tools.nte import commands
-    from methodkit.tools.nte.key import extract_key
 
     run = Run.from_context()
-    if stem_weight:
-        stem = commands.raw_stem(run.input_bytes, stem_weight, stride, padding, norm_mean, norm_std)
-    else:
-        if input == "-":
-            raise click.UsageError("give a model file (INPUT) or --stem-weight W.npy --stride S")
-        if not input.endswith(".safetensors"):
-            raise DataError(f"{input}: expected a zoo model (.safetensors with its .json sidecar)")
-        from methodkit.tools.nte.zoo import load_model
-
-        run.input_bytes(input)  # existence check and digest for --meta
-        model = load_model(input)
-        stem = model.stem_spec()
-    if mode == "jacobian":
-        from methodkit.tools.nte.jacobian import jacobian_key
-
-        if stem_weight:
-            raise click.UsageError("--mode jacobian needs a model (INPUT), not a raw --stem-weight")
-        if tau_abs is not None:
-            raise click.UsageError("--mode jacobian takes --tau (relative to lambda_max), not --tau-abs")
-        images, _ = commands.load_images(run.input_bytes, data_path, dataset, limit, "--data")
-        run.threads()
-        key = jacobian_key(model, images, layer, tau=1e-3 if tau is None else tau, min_dim=min_dim, strict=strict,
-                           seed=run.seed)  # fmt: skip
-    else:
-        key = extract_key(stem, tau=tau, tau_abs=tau_abs, min_dim=min_dim, strict=strict)
+    if not stem_weight and input == "-":
+        raise click.UsageError("give a model file (INPUT) or --stem-weight W.npy --stride S")
+    key = commands.make_key(run.input_bytes, input, stem_weight, stride, padding, norm_mean, norm_std, tau=tau,
+                            tau_abs=tau_abs, min_dim=min_dim, strict=strict, mode=mode, layer=layer,
+                            images=(data_path, dataset, limit), seed=run.seed, threads=run.threads)  # fmt: skip
     for message in key.warnings:
         warn("nte-encode key", message)
     if run.output == "-":
@@ -166,33 +132,18 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
         raise click.UsageError("--png: an overlapping stem releases a patch tensor, not an image; its fold-averaged "
                                "view is lossy and not decodable (write the NPZ with -o)")  # fmt: skip
     x, y = commands.load_images(run.input_bytes, images, dataset, limit, "INPUT")
-    w_pixel = None
-    if model:
-        from methodkit.tools.nte.zoo import load_model
-
-        stem = load_model(model).stem_spec()
-        if stem.sha256() != key.stem_sha256:
-            raise click.UsageError(f"--model {model}: its stem does not match the key (key made from another model)")
-        w_pixel = stem.pixel_matrix()
+    w_pixel = commands.certified_stem(model, key) if model else None
     run.threads()
-    xp = None  # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/nte/gpu.py)
-    if run.params.get("device") == "cuda":
-        from methodkit.core.backend import array_module
-
-        xp = array_module(run.device())
+    # auto stays on the CPU: the CuPy twin has not been validated on a device yet (bench/nte/gpu.py)
+    xp = commands.array_module(run.device()) if run.params.get("device") == "cuda" else None
     cipher = encode(x, key, psnr, seed=run.seed, noise=noise, w_pixel=w_pixel, xp=xp, layout=layout)
     summary = {"output": run.output, "noise": noise, "layout": layout, "psnr_target": psnr, "seed": run.seed,
                **cipher.summary()}  # fmt: skip
     if run.output != "-":
         _write_npz(run, commands.cipher_arrays(cipher, key, y))
     if png_dir:
-        from methodkit.tools.nte.pngio import write_png_dir
-
-        pixels, png = commands.png_release(x, cipher, key, noise, w_pixel)
-        summary.update({"png": png_dir, **png})
-        meta = {"key_sha256": key.sha256(), "stem_sha256": key.stem_sha256, "psnr_target": psnr, "seed": run.seed,
-                "noise": noise, "layout": layout, "psnr_float_mean": summary["psnr_mean"]}  # fmt: skip
-        write_png_dir(png_dir, pixels, y, meta, force=run.force)
+        summary.update(commands.write_png_release(png_dir, x, y, cipher, key, noise, layout, psnr, run.seed, w_pixel,
+                                                  force=run.force))  # fmt: skip
     run.emit_result(summary, output="-")
 
 
@@ -201,25 +152,15 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
 @opts.eval_options
 def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, fail_if_unauth_above, **_):
     """Evaluate models on clean vs NTE images (INPUT: a ciphertext NPZ); one JSON line per (model, condition)."""
-    from pathlib import Path
-
     from methodkit.core import io
-    from methodkit.core.errors import CheckFailed, DataError
+    from methodkit.core.errors import CheckFailed
     from methodkit.tools.nte import commands
-    from methodkit.tools.nte.evaluate import evaluate, parse_transforms
 
     run = Run.from_context()
     cipher = commands.read_cipher(run.input_bytes, input, hashes=True)
     if not auth and not unauth:  # after reading INPUT, so a missing file is reported first
         raise click.UsageError("name at least one model with --auth or --unauth")
-    x, y = commands.load_images(run.input_bytes, clean_path, clean_dataset, limit, "--clean")
-    if y is None:
-        raise DataError("clean data has no labels (y)")
-    stem_hash = cipher["stem_sha256"].tobytes().decode() if "stem_sha256" in cipher else None
-    models = commands.eval_models(auth, unauth, stem_hash)
-    condition = {"x": cipher["view"], "patches": cipher.get("patches"), "certificate": cipher.get("certificate")}
-    rows = evaluate(models, {Path(p).stem for p in auth}, x, y, {Path(input).stem: condition},
-                    parse_transforms(transform))  # fmt: skip
+    rows = commands.eval_rows(run.input_bytes, input, cipher, auth, unauth, (clean_path, clean_dataset, limit), transform)
     lines = "".join(io.dumps_json({**row.to_dict(), "transform": transform}) + "\n" for row in rows)
     with io.atomic_write(run.output, force=run.force) as handle:
         handle.write(lines.encode())
@@ -247,7 +188,7 @@ def attack_cmd(input, method, public_path, public_dataset, public_limit, key_pat
     architecture on --train-dataset images passed through the same reconstruction and reports its
     accuracy on the reconstructed ciphertexts (labels needed).
     """
-    from methodkit.core.errors import DataError, UsageError
+    from methodkit.core.errors import UsageError
     from methodkit.tools.nte import attacks, commands
 
     run = Run.from_context()
@@ -261,31 +202,9 @@ def attack_cmd(input, method, public_path, public_dataset, public_limit, key_pat
         raise UsageError("this verb writes a binary NPZ: pass -o FILE.npz")
     if retrained_out and not retrain_model:
         raise UsageError("--retrained-out needs --retrain MODEL")
-    attacker = x_train = y_train = None
-    if retrain_model:
-        from methodkit.tools.nte import data
-        from methodkit.tools.nte.zoo import load_model
-
-        if "y" not in cipher:
-            raise DataError(f"{input}: --retrain needs the ciphertext's labels (y) to score the retrained model")
-        read(retrain_model)  # a missing file is named as such
-        attacker = load_model(retrain_model)
-        x_train, y_train = data.from_dataset(train_dataset, train_limit)
-        if x_train.shape[1:] != view.shape[1:]:
-            raise DataError(f"--train-dataset images have shape {x_train.shape[1:]}, ciphertexts {view.shape[1:]}")
-    public = true_key = clean = None
-    if name in ("wiener", "geig", "denoiser"):  # adaptive: need public clean data of the same domain
-        if not public_path and not public_dataset:
-            raise UsageError(f"--method {name} needs public clean data: --public FILE.npz or --public-dataset NAME")
-        public, _ = commands.load_images(read, public_path, public_dataset, public_limit, "--public")
-        if public.shape[1:] != view.shape[1:]:
-            raise DataError(f"public images have shape {public.shape[1:]}, ciphertexts {view.shape[1:]}")
-        true_key = commands.load_key(read, key_path) if key_path else None
-    if clean_path or clean_dataset:
-        clean, _ = commands.load_images(read, clean_path, clean_dataset, len(view), "--clean")
-        if clean.shape[1:] != view.shape[1:] or len(clean) < len(view):
-            raise DataError(f"--clean: {len(clean)} images of shape {clean.shape[1:]} for {len(view)} ciphertexts "
-                            f"of shape {view.shape[1:]}")  # fmt: skip
+    attacker, x_train, y_train = commands.retrain_inputs(read, input, cipher, retrain_model, train_dataset, train_limit)
+    public, true_key, clean = commands.attack_data(read, name, view, (public_path, public_dataset, public_limit),
+                                                   key_path, (clean_path, clean_dataset))  # fmt: skip
     run.threads()
     with run.progress() as progress:
         reconstruct, found = commands.reconstruction(name, value, view, public, true_key, kernel, epochs=epochs,
@@ -295,14 +214,10 @@ def attack_cmd(input, method, public_path, public_dataset, public_limit, key_pat
     if clean is not None:
         report["psnr_vs_clean"] = commands.psnr_vs_clean(restored, clean)
     if retrain_model:
-        from methodkit.tools.nte.zoo import save_model
-
         with run.progress() as progress:
-            model, report["retrain"] = commands.retrain_report(
+            report["retrain"] = commands.retrain_report(
                 attacker, reconstruct, restored, x_train, y_train, cipher["y"], model_path=retrain_model,
-                epochs=epochs, seed=run.seed, progress=progress)  # fmt: skip
-        if retrained_out:
-            save_model(model, retrained_out, extra={"retrained_for": method})
+                epochs=epochs, seed=run.seed, progress=progress, save_to=retrained_out, method=method)  # fmt: skip
     _write_npz(run, commands.reconstruction_arrays(restored, cipher))
     run.emit_result({"output": run.output, **report}, output="-")
 
@@ -318,25 +233,15 @@ def spectrum_cmd(models, data_path, dataset, limit, psnr, layout, **_):
     on NTE noise / on white noise), noise_share (share of the noise in B's row space, with its chance
     level rank/n) and snr_mc (B's feature noise-to-signal at --psnr).
     """
-    from pathlib import Path
-
     import pandas as pd
 
     from methodkit.tools.nte import commands
-    from methodkit.tools.nte.key import extract_key
-    from methodkit.tools.nte.spectrum import pair
-    from methodkit.tools.nte.zoo import load_model
 
     run = Run.from_context()
     if len(models) < 2:
         raise click.UsageError("give two or more models: the first is the authorized one")
-    stems = [(Path(p).stem, load_model(p).stem_spec()) for p in models]
-    clean = None
-    if data_path or dataset:
-        clean, _ = commands.load_images(run.input_bytes, data_path, dataset, limit, "--data")
-    (name_a, stem_a), key = stems[0], extract_key(stems[0][1])
-    rows = [pair(name_a, stem_a, nb, sb, key=key, clean=clean, psnr=psnr, seed=run.seed, layout=layout).to_dict()
-            for nb, sb in stems[1:]]  # fmt: skip
+    rows = commands.spectrum_rows(run.input_bytes, models, (data_path, dataset, limit), psnr=psnr, seed=run.seed,
+                                  layout=layout)  # fmt: skip
     run.emit_table(pd.DataFrame(rows))
 
 

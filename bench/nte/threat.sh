@@ -38,3 +38,9 @@ done
 nte-encode attack c10.npz --method wiener --public-dataset fashion-mnist:train --public-limit 5000 --force \
   -o wiener10.npz > /dev/null
 nte-encode eval wiener10.npz $clean $models | row "wiener_10dB"
+# the retrained attacker: pcnn-p4c8-s1's architecture retrained (20,000 train images x 3 epochs, seed 0)
+# on training images passed through the same Wiener map, then scored on the Wiener-restored ciphertexts
+nte-encode attack c10.npz --method wiener --public-dataset fashion-mnist:train --public-limit 5000 --force \
+  --retrain zoo/pcnn-p4c8-s1.safetensors --retrained-out attacker.safetensors -o wiener10r.npz > wiener10r.json
+nte-encode eval wiener10r.npz $clean --unauth attacker.safetensors | row "wiener_10dB_retrained_attacker"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["retrain"]; print("retrain_report", json.dumps(r))' wiener10r.json

@@ -308,6 +308,25 @@ def test_zoo_refusal_leaves_no_folder(zoo, run_cli, one_line_error):
     assert not (zoo / "z1").exists() and not (zoo / "z2").exists()
 
 
+
+def test_zoo_checks_its_folder_before_any_work(tmp_path, run_cli, one_line_error):
+    """-o is a declared folder output: a file there or a non-empty folder is refused before the data is
+    read (the unknown --dataset would fail if it were) and nothing is created."""
+    (tmp_path / "afile").write_text("x\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "kept").write_text("x\n")
+    expected = {
+        "afile": "--output afile: exists and is not a folder",
+        "full": "--output full: folder exists and is not empty; pass --force to write into it",
+    }
+    for target, message in expected.items():
+        proc = run_cli(["nte-encode", "zoo", "--dataset", "nosuch", "--arch", "pcnn-p4c8", "-o", target], cwd=tmp_path)
+        assert one_line_error(proc, "nte-encode") == ERR + message
+    proc = run_cli(["nte-encode", "zoo", "--dataset", "nosuch", "--arch", "pcnn-p4c8", "-o", "nodir/x"], cwd=tmp_path)
+    assert "unknown image set 'nosuch'" in one_line_error(proc, "nte-encode")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "full"]
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["kept"]
+
 def test_encode_checks_its_flags_before_reading_the_images(tmp_path, run_cli, one_line_error):
     """A bad --key or a terminal -o fails before INPUT is read: the broken image file is never opened."""
     (tmp_path / "broken.npz").write_bytes(b"not an npz")

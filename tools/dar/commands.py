@@ -155,3 +155,51 @@ def remove_stale_partial(partial: str) -> None:
     for stale in (partial, str(sidecar_path(partial))):
         if os.path.exists(stale):
             os.remove(stale)
+
+
+def check_operator(operator: str, op: str, method: str) -> None:
+    if operator == "band-carrier" and (op != "whitened" or method != "clique"):
+        raise UsageError("--operator band-carrier needs --op whitened (and --discover clique)")
+
+
+def eval_models(model_path: str | None, control_path: str | None, target: int) -> tuple:
+    """(model, control or None) for eval; the sidecars are checked before torch is loaded."""
+    from methodkit.tools.dar import victim
+
+    if not model_path:
+        raise UsageError("--model MODEL is required (a model from train)")
+    classes = victim.read_config(model_path)["classes"]
+    if control_path and victim.read_config(control_path)["classes"] != classes:
+        raise UsageError(f"--control {control_path}: its class count differs from --model's ({classes})")
+    if not 0 <= target < classes:
+        raise UsageError(f"--target {target} is not a class (the model has {classes})")
+    return victim.load(model_path), victim.load(control_path) if control_path else None
+
+
+def train_victim(x, y, cfg, classes: int, teacher: str | None, output: str, progress=None) -> dict:
+    """Train (or distil from `teacher`) and save to `output`; the .partial checkpoint of an
+    interrupted run is kept, a stale one removed once the model is written. Returns the summary."""
+    from methodkit.tools.dar import victim
+
+    cfg.check()
+    t = victim.load(teacher) if teacher else None
+    partial = victim.partial_path(output)
+    model, summary = victim.fit(x, y, cfg, classes, teacher=t, progress=progress, partial=partial)
+    model.save(output)
+    remove_stale_partial(partial)
+    return summary
+
+
+def relabel(x, y, rule, target: int, budget: float, classes: int | None, seed: int, labels_out, manifest, *, force: bool):
+    """poison's result: the rule's members relabelled (or, rule None, random non-target images), its
+    labels NPY and manifest JSON written when asked."""
+    from methodkit.core import io
+    from methodkit.tools.dar.poison import poison, random_relabel, resolve_budget
+
+    n, k = resolve_budget(budget, len(x)), classes_of(y, classes)
+    result = random_relabel(x, y, target, n, k, seed) if rule is None else poison(x, y, rule, target, n, k)
+    if labels_out:
+        io.write_arrays(labels_out, {"y": result.labels}, force=force)
+    if manifest:
+        io.write_json(result.manifest(), manifest, force=force)
+    return result

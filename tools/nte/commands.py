@@ -78,6 +78,100 @@ def raw_stem(read, path: str, stride, padding: int, norm_mean, norm_std):
     return Stem(weight, stride, padding, tuple(norm_mean) or (0.0,) * channels, tuple(norm_std) or (1.0,) * channels)
 
 
+def make_key(read, input: str, stem_weight, stride, padding, norm_mean, norm_std, *, tau, tau_abs, min_dim: int,
+             strict: bool, mode: str, layer: str, images: tuple, seed: int, threads):  # fmt: skip
+    """The key of INPUT (a zoo model) or of a raw --stem-weight; --mode jacobian reads `images`
+    ((path, dataset, limit)) and calls `threads()` (the command's thread setting) before its work."""
+    from methodkit.tools.nte.key import extract_key
+
+    if stem_weight:
+        stem = raw_stem(read, stem_weight, stride, padding, norm_mean, norm_std)
+    else:
+        if input == "-":
+            raise UsageError("give a model file (INPUT) or --stem-weight W.npy --stride S")
+        if not input.endswith(".safetensors"):
+            raise DataError(f"{input}: expected a zoo model (.safetensors with its .json sidecar)")
+        from methodkit.tools.nte.zoo import load_model
+
+        read(input)  # existence check and digest for --meta
+        model = load_model(input)
+        stem = model.stem_spec()
+    if mode != "jacobian":
+        return extract_key(stem, tau=tau, tau_abs=tau_abs, min_dim=min_dim, strict=strict)
+    from methodkit.tools.nte.jacobian import jacobian_key
+
+    if stem_weight:
+        raise UsageError("--mode jacobian needs a model (INPUT), not a raw --stem-weight")
+    if tau_abs is not None:
+        raise UsageError("--mode jacobian takes --tau (relative to lambda_max), not --tau-abs")
+    x, _ = load_images(read, *images, "--data")
+    threads()
+    return jacobian_key(model, x, layer, tau=1e-3 if tau is None else tau, min_dim=min_dim, strict=strict, seed=seed)
+
+
+def certified_stem(model_path: str, key):
+    """W' (pixel domain) of --model, refused when its stem did not make `key`."""
+    from methodkit.tools.nte.zoo import load_model
+
+    stem = load_model(model_path).stem_spec()
+    if stem.sha256() != key.stem_sha256:
+        raise UsageError(f"--model {model_path}: its stem does not match the key (key made from another model)")
+    return stem.pixel_matrix()
+
+
+def array_module(device: str):
+    from methodkit.core.backend import array_module as module
+
+    return module(device)
+
+
+def write_png_release(folder, x, y, cipher, key, noise, layout, psnr, seed, w_pixel, *, force: bool) -> dict:
+    """Write the 8-bit PNG folder; returns the summary items it adds."""
+    from methodkit.tools.nte.pngio import write_png_dir
+
+    pixels, png = png_release(x, cipher, key, noise, w_pixel)
+    meta = {"key_sha256": key.sha256(), "stem_sha256": key.stem_sha256, "psnr_target": psnr, "seed": seed,
+            "noise": noise, "layout": layout, "psnr_float_mean": float(cipher.psnr.mean())}  # fmt: skip
+    write_png_dir(folder, pixels, y, meta, force=force)
+    return {"png": folder, **png}
+
+
+def retrain_inputs(read, input: str, cipher: dict, retrain_model, train_dataset: str, train_limit: int) -> tuple:
+    """(attacker model, x_train, y_train) for attack --retrain, checked before any work; Nones without it."""
+    if not retrain_model:
+        return None, None, None
+    from methodkit.tools.nte import data
+    from methodkit.tools.nte.zoo import load_model
+
+    if "y" not in cipher:
+        raise DataError(f"{input}: --retrain needs the ciphertext's labels (y) to score the retrained model")
+    read(retrain_model)  # a missing file is named as such
+    attacker = load_model(retrain_model)
+    x_train, y_train = data.from_dataset(train_dataset, train_limit)
+    if x_train.shape[1:] != cipher["view"].shape[1:]:
+        raise DataError(f"--train-dataset images have shape {x_train.shape[1:]}, ciphertexts {cipher['view'].shape[1:]}")
+    return attacker, x_train, y_train
+
+
+def attack_data(read, name: str, view, public: tuple, key_path, clean: tuple) -> tuple:
+    """(public images, true key, clean images) of an attack: public data for the adaptive methods,
+    ((path, dataset, limit)), the optional true key and clean images ((path, dataset)), all checked."""
+    public_x = true_key = clean_x = None
+    if name in ("wiener", "geig", "denoiser"):  # adaptive: need public clean data of the same domain
+        if not public[0] and not public[1]:
+            raise UsageError(f"--method {name} needs public clean data: --public FILE.npz or --public-dataset NAME")
+        public_x, _ = load_images(read, *public, "--public")
+        if public_x.shape[1:] != view.shape[1:]:
+            raise DataError(f"public images have shape {public_x.shape[1:]}, ciphertexts {view.shape[1:]}")
+        true_key = load_key(read, key_path) if key_path else None
+    if clean[0] or clean[1]:
+        clean_x, _ = load_images(read, *clean, len(view), "--clean")
+        if clean_x.shape[1:] != view.shape[1:] or len(clean_x) < len(view):
+            raise DataError(f"--clean: {len(clean_x)} images of shape {clean_x.shape[1:]} for {len(view)} ciphertexts "
+                            f"of shape {view.shape[1:]}")  # fmt: skip
+    return public_x, true_key, clean_x
+
+
 def cipher_arrays(cipher, key, y) -> dict:
     """The ciphertext NPZ's arrays: view, alpha, psnr, certificate (when measured), x or patches, y, hashes."""
     import numpy as np
@@ -112,6 +206,34 @@ def png_release(x, cipher, key, noise: str, w_pixel) -> tuple:
         summary["png_certificate_max"] = float(certificate.max())
         summary["png_certificate_mean"] = float(certificate.mean())
     return pixels, summary
+
+
+def eval_rows(read, input: str, cipher: dict, auth, unauth, clean: tuple, transform) -> list:
+    """eval's rows: the --auth/--unauth models on the clean images ((path, dataset, limit)) and on `cipher`."""
+    from methodkit.tools.nte.evaluate import evaluate, parse_transforms
+
+    x, y = load_images(read, *clean, "--clean")
+    if y is None:
+        raise DataError("clean data has no labels (y)")
+    stem_hash = cipher["stem_sha256"].tobytes().decode() if "stem_sha256" in cipher else None
+    models = eval_models(auth, unauth, stem_hash)
+    condition = {"x": cipher["view"], "patches": cipher.get("patches"), "certificate": cipher.get("certificate")}
+    return evaluate(models, {Path(p).stem for p in auth}, x, y, {Path(input).stem: condition}, parse_transforms(transform))
+
+
+def spectrum_rows(read, models, images: tuple, *, psnr: float, seed: int, layout: str) -> list:
+    """spectrum's rows: the first model's key against every other model (Monte-Carlo measures with `images`)."""
+    from methodkit.tools.nte.key import extract_key
+    from methodkit.tools.nte.spectrum import pair
+    from methodkit.tools.nte.zoo import load_model
+
+    stems = [(Path(p).stem, load_model(p).stem_spec()) for p in models]
+    clean = None
+    if images[0] or images[1]:
+        clean, _ = load_images(read, *images, "--data")
+    (name_a, stem_a), key = stems[0], extract_key(stems[0][1])
+    return [pair(name_a, stem_a, nb, sb, key=key, clean=clean, psnr=psnr, seed=seed, layout=layout).to_dict()
+            for nb, sb in stems[1:]]  # fmt: skip
 
 
 def eval_models(auth, unauth, stem_hash: str | None) -> dict:
@@ -178,16 +300,19 @@ def psnr_vs_clean(restored, clean) -> float:
 
 
 def retrain_report(attacker, reconstruct, restored, x_train, y_train, labels, *, model_path: str, epochs: int, seed: int,
-                   progress=None) -> tuple:  # fmt: skip
-    """(retrained model, report) of an attacker retraining `attacker`'s architecture on reconstructed train images."""
+                   progress=None, save_to: str | None = None, method: str = "") -> dict:  # fmt: skip
+    """The report of an attacker retraining `attacker`'s architecture on reconstructed train images
+    (the retrained model saved to `save_to` when given)."""
     import numpy as np
 
     from methodkit.tools.nte.learned import retrain
-    from methodkit.tools.nte.zoo import accuracy
+    from methodkit.tools.nte.zoo import accuracy, save_model
 
     model = retrain(attacker, reconstruct, x_train, y_train, epochs=epochs, seed=seed, progress=progress)
+    if save_to:
+        save_model(model, save_to, extra={"retrained_for": method})
     labels = np.asarray(labels, dtype=np.int64)
-    return model, {
+    return {
         "model": model_path,
         "arch": attacker.cfg.arch,
         "train_images": int(len(x_train)),
@@ -210,14 +335,12 @@ def reconstruction_arrays(restored, cipher) -> dict:
 
 def zoo_plan(folder: str, force: bool, arch: str, seeds: str, t_values: str, misalign_from: str | None) -> tuple:
     """(archs, seeds, t values) of a zoo run, every name checked before the folder is made."""
-    from methodkit.core.outputs import check_output
     from methodkit.tools.nte.zoo import parse_specs
 
+    # -o is a declared folder output (checked before the command body: a file there, or a non-empty
+    # folder without --force, is refused before any data is read)
     if folder == "-":
         raise UsageError("pass the zoo folder with -o DIR")
-    check_output(folder, folder=True, force=True)  # not a file; emptiness is checked below
-    if Path(folder).exists() and any(Path(folder).iterdir()) and not force and not misalign_from:
-        raise UsageError(f"{folder}: folder is not empty; pass --force to add to it")
     try:
         seed_list = [int(s) for s in seeds.split(",")]
         ts = tuple(float(t) for t in t_values.split(","))
