@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
+from methodkit.cli._autoscale_options import planner_options
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, tool_group
-
-METHODS = ("autoscale", "vanilla", "real-only", "all-synth", "domain-cls", "knn-real", "doremi", "regmix")
 
 DEMO = [
     DemoStep(
@@ -54,28 +53,9 @@ def _out_dir(help_text: str, required: bool = True):
 
 
 def _write_files(run: Run, folder, files: dict) -> None:
-    """Write {name: (kind, value)} into folder, each file claimed so all land only on success."""
-    from pathlib import Path
+    from methodkit.tools.autoscale.files import write_folder
 
-    from methodkit.core import io
-
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {name: folder / name for name in files}
-    run.claim_outputs(*[str(p) for p in paths.values()])
-    for name, (kind, value) in files.items():
-        path = paths[name]
-        if kind == "arrays":
-            io.write_arrays(path, value, force=True)
-        elif kind == "table":
-            io.write_table(value, path, force=True)
-        elif kind == "json":
-            io.write_json(value, path, force=True, indent=1)
-        elif kind == "jsonl":
-            with io.atomic_write(path, binary=False, force=True) as handle:
-                handle.write("".join(io.dumps_json(r) + "\n" for r in value))
-        elif kind == "call":
-            value(path)
+    write_folder(folder, files, run.claim_outputs)
 
 
 @main.command("pools")
@@ -106,10 +86,10 @@ def pools_cmd(spec, out_dir, real, synth, val, test, **_):
       2  bad usage or a bad spec (the key is named)
       130  interrupted
     """
-    import numpy as np
     import pandas as pd
 
     from methodkit.tools.autoscale import pools as PL
+    from methodkit.tools.autoscale.files import pools_summary
 
     run = Run.from_context()
     run.threads()
@@ -126,11 +106,7 @@ def pools_cmd(spec, out_dir, real, synth, val, test, **_):
             arrays, meta, r = PL.build_pool(pool, ps, progress=cb)
             built[pool] = (arrays, meta)
             rows += r
-            tags = [x["tags"] for x in r]
-            names, counts = np.unique(tags, return_counts=True)
-            summary[pool] = {"n": len(r), "tags": {str(a): int(b) for a, b in zip(names, counts)},
-                             "expert_pdms": float(100 * np.mean(arrays["cand_scores"][np.arange(len(r)),
-                                                                arrays["expert_index"], 5]))}  # fmt: skip
+            summary[pool] = pools_summary(r, arrays["cand_scores"], arrays["expert_index"])
     files = {f"{p}.npz": ("call", (lambda a, m: lambda path: PL.write_pool(path, a, m, force=True))(*built[p]))
              for p in PL.POOLS}  # fmt: skip
     files["scenes.csv"] = ("table", pd.DataFrame(rows))
@@ -169,7 +145,7 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
     """
     import numpy as np
 
-    from methodkit.tools.autoscale import data, embedding
+    from methodkit.tools.autoscale import data, embedding, graphrae
 
     run = Run.from_context()
     run.threads()
@@ -177,13 +153,9 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
     if out_dir == pools_dir:
         run.claim_outputs(f"{pools_dir}/{data.EMB}", f"{pools_dir}/{data.RAE}")
     arrays, metas = data.read_folder(pools_dir)
-    from methodkit.tools.autoscale.graphrae import RAEConfig
-
-    cfg = RAEConfig(epochs=epochs, batch_size=batch_size, lr=lr, dim=dim)
+    cfg = graphrae.RAEConfig(epochs=epochs, batch_size=batch_size, lr=lr, dim=dim)
     with run.progress() as cb:
         result, model, emb = embedding.run(arrays, metas, cfg, run.seed, clusters=clusters, progress=cb)
-    from methodkit.tools.autoscale import graphrae
-
     _write_files(run, out_dir, {
         data.EMB: ("arrays", {"emb": emb.astype(np.float32)}),
         data.RAE: ("call", lambda path: graphrae.save(path, model, cfg, fingerprint=result.fingerprint)),
@@ -191,50 +163,28 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
     run.emit_result(result.to_dict())
 
 
-def _planner_options(f):
-    for option in reversed([
-        click.option("--method", type=click.Choice(METHODS), default="autoscale", show_default=True,
-                     help="AutoScale or a baseline on the same code path."),
-        click.option("--budget", type=click.IntRange(min=1), default=3000, show_default=True,
-                     help="Synthetic samples selected per round (N_syn)."),
-        click.option("--rounds", type=click.IntRange(min=1), default=6, show_default=True, help="Loop rounds (R)."),
-        click.option("--clusters", type=click.IntRange(min=2), default=32, show_default=True, help="k-means K."),
-        click.option("--steps", type=click.IntRange(min=1), default=3000, show_default=True,
-                     help="Planner optimizer steps per round (the fixed budget)."),
-        click.option("--batch-size", type=click.IntRange(min=2), default=256, show_default=True, help="Batch size."),
-        click.option("--rho", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Real share per batch."),
-        click.option("--eta", type=click.FloatRange(min=0), default=0.5, show_default=True, help="GA step size."),
-        click.option("--ga-estimator", type=click.Choice(("hypergrad", "spsa")), default="hypergrad",
-                     show_default=True, help="Cluster-GA gradient: look-ahead hypergradient or black-box SPSA."),
-        click.option("--apply", "apply_", type=click.Choice(("resample", "reweight")), default="resample",
-                     show_default=True, help="Use the weights by selecting quotas, or also as sample weights."),
-        click.option("--allow-overlap", is_flag=True, help="Accept val/test scenes inside the training pools."),
-        click.option("--emb", "emb_path", default=None, metavar="PATH", help="Embeddings [default: POOLS/emb.npy]."),
-    ]):  # fmt: skip
-        f = option(f)
-    return f
-
-
 @main.command("run")
 @click.argument("pools_dir", metavar="POOLS")
 @_out_dir("Run folder: mixture.json, selected.csv, rounds.jsonl, planner.safetensors. [required]")
-@_planner_options
+@planner_options
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
 def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_size, rho, eta, ga_estimator, apply_,
-            allow_overlap, emb_path, **_):  # fmt: skip
+            warm_start, allow_overlap, emb_path, resume, **_):  # fmt: skip
     """Run the closed loop (or a baseline) on a pools folder and print the final JSON.
 
     Each round: quotas n_k from the cluster weights, cluster-guided retrieval of synthetic scenes
     near the val failures of the round before, a planner trained on real + selected (a fixed
-    budget, the same init each round), PDMS feedback on val, and a Cluster-GA step on the weights
+    budget, the same init each round unless --warm-start), PDMS feedback on val, and a Cluster-GA step on the weights
     (trust region: a drop of more than 0.5 PDMS reverts the step and halves eta). The planner of
-    the best val round is kept and scored on test.
+    the best val round is kept and scored on test. Every round leaves a checkpoint in
+    DIR/checkpoints; --resume continues an interrupted run after its last completed round.
 
     \b
     EXAMPLES
       autoscale-mix run pools -o run-as --budget 3000 --rounds 6
       autoscale-mix run pools -o run-dc --method domain-cls --budget 3000
       autoscale-mix run pools -o run-sp --ga-estimator spsa --rounds 4
+      autoscale-mix run pools -o run-as --budget 3000 --rounds 6 --resume
 
     \b
     EXIT STATUS
@@ -249,14 +199,15 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     run = Run.from_context()
     run.threads()
     cfg = runner.config(method=method, budget=budget, rounds=rounds, clusters=clusters, steps=steps,
-                        batch_size=batch_size, rho=rho, eta=eta, estimator=ga_estimator, apply=apply_)  # fmt: skip
+                        batch_size=batch_size, rho=rho, eta=eta, estimator=ga_estimator, apply=apply_,
+                        warm_start=warm_start)  # fmt: skip
     arrays, metas = data.read_folder(pools_dir)
     if not allow_overlap:
         data.check_leakage(arrays)
     emb = data.read_embeddings(pools_dir, arrays, emb_path)
     with run.progress() as cb:
-        result, files = runner.run(arrays, metas, emb, cfg, run.seed, progress=cb,
-                                   log=lambda m: _log(run, m))  # fmt: skip
+        result, files = runner.run(arrays, metas, emb, cfg, run.seed, progress=cb, log=lambda m: _log(run, m),
+                                   ckpt_dir=out_dir, resume=resume)  # fmt: skip
     _write_files(run, out_dir, files)
     run.emit_result(result)
 

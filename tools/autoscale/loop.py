@@ -93,18 +93,24 @@ def check(cfg: LoopConfig, n_synth: int) -> None:
 
 
 def _train_eval(pools: Pools, sel: np.ndarray, cfg: LoopConfig, seed: int, weights=None, snapshots=0, progress=None,
-                steps: int | None = None):  # fmt: skip
+                steps: int | None = None, init_state=None):  # fmt: skip
     pc = cfg.planner if steps is None else P.PlannerConfig(**{**asdict(cfg.planner), "steps": steps})
     data = P.TrainData(pools.x("real"), pools.y("real"), pools.x("synth")[sel], pools.y("synth")[sel], weights)
-    model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress)
+    model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress, init_state=init_state)
     val_choice = P.choose(model, pools.x("val"))
     val_sum, val_per = P.evaluate(val_choice, pools.val["cand_scores"])
     return model, states, val_sum, val_per
 
 
-def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, resume_rounds: list | None = None):
-    """Run one method; returns a LoopResult (the planner of the best-val round and its test scores)."""
+def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_dir=None, resume: bool = False,
+        on_round=None):  # fmt: skip
+    """Run one method; returns a LoopResult (the planner of the best-val round and its test scores).
+
+    ckpt_dir: write a round checkpoint there after every round; resume: continue after the newest one
+    (tools.autoscale.resume). on_round(r) is called after round r's checkpoint (a stop hook for tests)."""
     import torch
+
+    from methodkit.tools.autoscale import resume as RS
 
     log = log or (lambda msg: None)
     n_syn = pools.synth["ego"].shape[0]
@@ -133,7 +139,11 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, resum
         sel_fixed = mixing.retrieve(pools.emb["synth"], np.arange(n_syn), pools.emb["real"], budget, rng)
     else:
         sel_fixed = None
-    if cfg.method == "doremi":
+    cfg_dict = asdict(cfg)
+    saved = RS.load_latest(ckpt_dir, cfg_dict, seed, log) if resume and ckpt_dir else None
+    if saved is not None:
+        w0 = np.asarray(saved[0]["mixtures"][0])
+    elif cfg.method == "doremi":
         w0 = _doremi(pools, cfg, seed, members, w0, rng, progress)
     elif cfg.method == "regmix":
         w0 = _regmix(pools, cfg, seed, members, w0, rng, progress, log)
@@ -144,7 +154,13 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, resum
     prev_fail = None
     best = (-np.inf, -1, None)
     decreases = 0
-    for r in range(rounds):
+    last_state, start = None, 0
+    if saved is not None:
+        w, eta, prev_fail, best_j, best_r, decreases, history, mixtures, selected, start = RS.unpack(saved[0], rng)
+        best, last_state = (best_j, best_r, saved[1]), saved[2]
+        log(f"resume: rounds 0..{start - 1} restored from {RS.SUBDIR}/")
+    stopped = saved is not None and saved[0].get("stopped", False)
+    for r in range(start, rounds if not stopped else start):
         if sel_fixed is not None:
             sel = sel_fixed
         else:
@@ -167,8 +183,9 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, resum
             weights = w[syn_c[sel]] / np.maximum(counts[syn_c[sel]], 1)
         model, states, val_sum, val_per = _train_eval(
             pools, sel, cfg, seed, weights=weights, snapshots=cfg.ga_checkpoints if cfg.method == "autoscale" else 0,
-            progress=progress,
+            progress=progress, init_state=last_state if cfg.warm_start else None,
         )  # fmt: skip
+        last_state = {k_: v.detach().clone() for k_, v in model.state_dict().items()}
         j = val_sum["pdms"]
         record = {"round": r, "method": cfg.method, "val": val_sum, "n_selected": int(len(sel)),
                   "reckless_share": float(np.mean(pools.synth_tags[sel] == "reckless")) if len(sel) else 0.0,
@@ -201,7 +218,14 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, resum
                 decreases = 0
         history.append(record)
         log(f"round {r}: val PDMS {j:.2f}, {len(sel)} synthetic, reckless {record['reckless_share']:.3f}")
-        if decreases >= 2:
+        stop = decreases >= 2
+        if ckpt_dir is not None:
+            state = RS.pack(rng, w, eta, prev_fail, best[0], best[1], decreases, history, mixtures, selected, r + 1)
+            RS.save(ckpt_dir, r, {**state, "stopped": stop}, best[2], last_state if cfg.warm_start else None,
+                    cfg_dict, seed)  # fmt: skip
+        if on_round is not None:
+            on_round(r)
+        if stop:
             log("J fell twice in a row: early stop with the best mixture")
             break
     model = P.build(pools.x("real").shape[1], cfg.planner)

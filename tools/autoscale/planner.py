@@ -52,14 +52,17 @@ class TrainData:
     syn_w: np.ndarray | None = None  # per-sample weights (reweight); None: uniform resampling
 
 
-def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, progress=None):
-    """Train a planner; returns (model, states): `snapshots` copies of its weights spread over the run."""
+def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, progress=None, init_state=None):
+    """Train a planner; returns (model, states): `snapshots` copies of its weights spread over the run.
+    `init_state` (a state dict) starts from those weights instead of the seeded init (--warm-start)."""
     import torch
 
     from methodkit.core import train as core_train
 
     torch.manual_seed(seed)
     model = build(data.real_x.shape[1], cfg)
+    if init_state is not None:
+        model.load_state_dict(init_state)
     rx, ry = torch.as_tensor(data.real_x), torch.as_tensor(data.real_y)
     sx, sy = torch.as_tensor(data.syn_x), torch.as_tensor(data.syn_y)
     n_syn = len(data.syn_y)

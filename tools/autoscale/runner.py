@@ -11,10 +11,11 @@ from methodkit.tools.autoscale import planner as P
 from methodkit.tools.autoscale import pools as PL
 
 
-def config(method, budget, rounds, clusters, steps, batch_size, rho, eta, estimator, apply) -> loop.LoopConfig:
+def config(method, budget, rounds, clusters, steps, batch_size, rho, eta, estimator, apply,
+           warm_start=False) -> loop.LoopConfig:  # fmt: skip
     pc = P.PlannerConfig(steps=steps, batch_size=batch_size, rho=rho)
     return loop.LoopConfig(method=method, budget=budget, rounds=rounds, clusters=clusters, eta=eta,
-                           estimator=estimator, apply=apply, planner=pc)  # fmt: skip
+                           estimator=estimator, apply=apply, warm_start=warm_start, planner=pc)  # fmt: skip
 
 
 def make_pools(arrays: dict, metas: dict, emb: dict) -> loop.Pools:
@@ -22,13 +23,13 @@ def make_pools(arrays: dict, metas: dict, emb: dict) -> loop.Pools:
                       data.tags_of(metas["synth"]), np.array(metas["synth"]["generators"]))  # fmt: skip
 
 
-def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=None):
-    """(final JSON, files for the run folder)."""
+def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=None, ckpt_dir=None, resume=False):
+    """(final JSON, files for the run folder); ckpt_dir/resume as in loop.run."""
     import pandas as pd
     import torch
 
     pools = make_pools(arrays, metas, emb)
-    res = loop.run(pools, cfg, seed, progress=progress, log=log)
+    res = loop.run(pools, cfg, seed, progress=progress, log=log, ckpt_dir=ckpt_dir, resume=resume)
     k = len(res.mixture_best)
     tags = pools.synth_tags
     w0 = np.asarray(res.mixtures[0])
@@ -55,7 +56,7 @@ def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=
         "rare_weight_ratio": float(w_last[rare].sum() / max(w0[rare].sum(), 1e-12)) if rare else None,
         "reckless_share_selected": float(np.mean(tags[sel_last] == "reckless")) if len(sel_last) else 0.0,
     }
-    result = {"method": cfg.method, "seed": seed, "budget": cfg.budget, "rounds_run": len(res.rounds),
+    result = {"method": cfg.method, "seed": seed, "budget": cfg.budget, "rounds_run": len(res.rounds), "warm_start": cfg.warm_start,
               "best_round": res.best_round, "val_pdms": res.val_pdms, "test": res.test, "mechanism": mechanism,
               "metric": "PDMS (NAVSIM v1 weights, x100), non-reactive log replay"}  # fmt: skip
     ids = arrays["synth"]["scene_id"]

@@ -1,0 +1,35 @@
+"""The options of `autoscale-mix run` (kept beside the command so that the command stays thin)."""
+
+from __future__ import annotations
+
+import click
+
+METHODS = ("autoscale", "vanilla", "real-only", "all-synth", "domain-cls", "knn-real", "doremi", "regmix")
+
+
+def planner_options(f):
+    for option in reversed([
+        click.option("--method", type=click.Choice(METHODS), default="autoscale", show_default=True,
+                     help="AutoScale or a baseline on the same code path."),
+        click.option("--budget", type=click.IntRange(min=1), default=3000, show_default=True,
+                     help="Synthetic samples selected per round (N_syn)."),
+        click.option("--rounds", type=click.IntRange(min=1), default=6, show_default=True, help="Loop rounds (R)."),
+        click.option("--clusters", type=click.IntRange(min=2), default=32, show_default=True, help="k-means K."),
+        click.option("--steps", type=click.IntRange(min=1), default=3000, show_default=True,
+                     help="Planner optimizer steps per round (the fixed budget)."),
+        click.option("--batch-size", type=click.IntRange(min=2), default=256, show_default=True, help="Batch size."),
+        click.option("--rho", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Real share per batch."),
+        click.option("--eta", type=click.FloatRange(min=0), default=0.5, show_default=True, help="GA step size."),
+        click.option("--ga-estimator", type=click.Choice(("hypergrad", "spsa")), default="hypergrad",
+                     show_default=True, help="Cluster-GA gradient: look-ahead hypergradient or black-box SPSA."),
+        click.option("--apply", "apply_", type=click.Choice(("resample", "reweight")), default="resample",
+                     show_default=True, help="Use the weights by selecting quotas, or also as sample weights."),
+        click.option("--warm-start", is_flag=True,
+                     help="Train each round from the previous round's planner instead of the same init."),
+        click.option("--allow-overlap", is_flag=True, help="Accept val/test scenes inside the training pools."),
+        click.option("--emb", "emb_path", default=None, metavar="PATH", help="Embeddings [default: POOLS/emb.npy]."),
+        click.option("--resume", is_flag=True,
+                     help="Continue after the last completed round in DIR/checkpoints (same options and seed)."),
+    ]):  # fmt: skip
+        f = option(f)
+    return f
