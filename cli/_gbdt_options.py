@@ -57,6 +57,11 @@ def attack_options(f, with_eps: bool = True):
             help="One-hot groups (PREFIX_LEVEL columns), never moved; default: detected from the data.",
         ),
         click.option(
+            "--drop-validation",
+            is_flag=True,
+            help="Write the train part only, leaving out the attacker's validation rows [default: all rows].",
+        ),
+        click.option(
             "--influence",
             type=click.Choice(["boostin", "loss", "random"]),
             default="boostin",

@@ -64,8 +64,9 @@ def main():
       - Accept-best keeps the best of the iterates AND of the projected probes:
         both are feasible points whose victim was already trained.
       - --transform log1p acts on non-negative columns with skewness >= 1.
-      - The poisoned table is the train part only (the attacker's validation
-        rows are left out), so 'eval' on it reproduces the reported metrics.
+      - The poisoned table keeps every row of INPUT (the attacker's validation
+        rows untouched; --drop-validation leaves them out), and the reported
+        victim is trained on exactly that file, so 'eval' on it reproduces them.
       - BoostIn's lambda is max(lambda_l2, 1e-3), as tree_influence does.
       - -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits make
         2 threads far slower than 1 (docs/gbdt.md); results can differ by -j.
@@ -149,10 +150,13 @@ def influence_cmd(input, **params):
 def attack_cmd(input, **params):
     """Poison the train rows and write the poisoned table and its manifest.
 
-    OUTPUT (-o, required: CSV or Parquet by extension) is the train part of INPUT,
-    rows in file order, labels byte-identical, with only the moved cells changed;
-    the attacker's validation rows are left out (their positions are in the
-    manifest). The manifest records the data hash, poisoned rows with old and new
+    OUTPUT (-o, required: CSV or Parquet by extension) is INPUT's train table,
+    every row in file order, labels byte-identical, with only the moved cells
+    changed; the attacker's validation rows (positions in the manifest) are kept
+    untouched, or left out with --drop-validation. "clean" and "poisoned" are the
+    victim trained on the same rows as read and on exactly OUTPUT; "attacker" is
+    the search's view (trained on the train part, scored on the validation
+    rows). The manifest records the data hash, poisoned rows with old and new
     values, radii, chosen columns and their gain, influence scores, eps, seed,
     victim parameters, LightGBM version, clean and poisoned metrics, the
     objective trace and the plausibility report. One JSON summary line goes to
@@ -226,8 +230,7 @@ def attack_cmd(input, **params):
     _warn_all(result.warnings, run.quiet)
     run.emit_result({**result.summary(), "output": output, "manifest": manifest}, output="-")
     partial.remove()
-    after = result.after
-    runs.gate(after.get("test_f1", after.get("val_f1")), params.get("fail_above_f1"), "poisoned")
+    runs.gate(result.gate_f1(), params.get("fail_above_f1"), "poisoned")
 
 
 @main.command("sweep")

@@ -49,6 +49,7 @@ class AttackConfig:
     fast_bins: bool = False
     workers: int = 1  # probes trained at once (threads); results do not depend on it
     one_hot: list[str] | None = None  # one-hot group prefixes; None = detect them
+    drop_validation: bool = False  # release the train part only (the attacker's validation rows left out)
     seed: int = 0
 
     def check(self) -> None:
@@ -109,8 +110,9 @@ class AttackResult:
     poisoned: np.ndarray  # (B,k)
     radius: np.ndarray  # (B,) Mahalanobis radius of each poisoned row
     feasible: np.ndarray  # (B,) bool
-    clean: dict
-    after: dict
+    clean: dict  # victim on the released rows unpoisoned (the input file, or D under --drop-validation)
+    after: dict  # victim on exactly the written file
+    attacker: dict  # the attacker's view: {"clean", "poisoned"} victims trained on D, scored on V (and T)
     thresholds_crossed: int
     plausibility: dict
     trace: list[dict]
@@ -124,13 +126,35 @@ class AttackResult:
         X[self.rows[b_idx], self.dims[b_idx, a_idx]] = self.poisoned[b_idx, a_idx]
         return X
 
+    def released_rows(self) -> np.ndarray:
+        """Positions in the train file of the written rows, in file order: every row, or D only."""
+        p = self.problem
+        return p.tr_rows if self.config.drop_validation else np.arange(len(p.frame))
+
+    def out_rows(self) -> np.ndarray:
+        """Position in the written file of each poisoned row."""
+        rows = self.problem.tr_rows[self.rows]
+        return self.rows if self.config.drop_validation else rows
+
+    def released_matrix(self, poisoned: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(X, y) of the written file (poisoned=False: the same rows as read), in its row order."""
+        p = self.problem
+        X_d = self.poisoned_matrix() if poisoned else p.X_tr
+        if self.config.drop_validation:
+            return X_d, p.y_tr
+        X = np.empty((len(p.frame), X_d.shape[1]))
+        y = np.empty(len(p.frame))
+        X[p.tr_rows], y[p.tr_rows] = X_d, p.y_tr
+        X[p.v_rows], y[p.v_rows] = p.X_v, p.y_v
+        return X, y
+
     def poisoned_frame(self):
-        """The train part D as read, rows in file order, with only the moved cells changed."""
+        """The written table: the train file as read (or D only), rows in file order, only moved cells changed."""
         import pandas as pd
 
         p = self.problem
-        frame = p.frame.iloc[p.tr_rows].reset_index(drop=True).copy()
-        for b, row in enumerate(self.rows):
+        frame = p.frame.iloc[self.released_rows()].reset_index(drop=True).copy()
+        for b, row in enumerate(self.out_rows()):
             for a, j in enumerate(self.dims[b]):
                 if j < 0 or self.poisoned[b, a] == self.original[b, a]:
                     continue
@@ -144,6 +168,10 @@ class AttackResult:
                 frame.loc[row, column] = value
         return frame
 
+    def gate_f1(self):
+        """The F1 --fail-above-f1 checks: the written file's victim on T, else the attacker's on V."""
+        return self.after.get("test_f1", self.attacker["poisoned"].get("val_f1"))
+
     def summary(self) -> dict:
         return {
             "verb": "attack",
@@ -151,9 +179,14 @@ class AttackResult:
             "budget": self.config.budget,
             "seed": self.config.seed,
             "method": method_name(self.config),
+            "released": "train part" if self.config.drop_validation else "all rows",
             "clean": self.clean,
             "poisoned": self.after,
-            "drop": {k: _drop(self.clean.get(k), self.after.get(k)) for k in ("val_f1", "test_f1", "test_acc")},
+            "attacker": self.attacker,
+            "drop": {
+                "val_f1": _drop(self.attacker["clean"].get("val_f1"), self.attacker["poisoned"].get("val_f1")),
+                **{k: _drop(self.clean.get(k), self.after.get(k)) for k in ("test_f1", "test_acc")},
+            },
             "n_poison": int(len(self.rows)),
             "dims": sorted({self.problem.features[j] for j in self.dims.ravel() if j >= 0}),
             "mean_maha": float(self.radius.mean()) if len(self.radius) else 0.0,
@@ -170,7 +203,7 @@ class AttackResult:
         """The manifest: everything needed to audit or replay the attack."""
         p = self.problem
         changes = []
-        for b, row in enumerate(self.rows):
+        for b, (row, out_row) in enumerate(zip(self.rows, self.out_rows())):
             cells = {}
             for a, j in enumerate(self.dims[b]):
                 if j >= 0 and self.poisoned[b, a] != self.original[b, a]:
@@ -179,6 +212,7 @@ class AttackResult:
                 {
                     "row": int(row),
                     "file_row": int(p.tr_rows[row]),
+                    "out_row": int(out_row),
                     "influence": float(self.influence[b]),
                     "radius": float(self.radius[b]),
                     "feasible": bool(self.feasible[b]),
@@ -222,6 +256,23 @@ def split_metrics(booster, problem: Problem) -> dict:
         t = metrics(booster, problem.X_te, problem.y_te)
         out.update(test_f1=t["f1"], test_acc=t["acc"], test_logloss=t["logloss"])
     return out
+
+
+def _release_metrics(problem: Problem, victim: Victim, X_final: np.ndarray) -> tuple[dict, dict]:
+    """Test metrics of the victim on every train-file row unpoisoned, and on the written (poisoned) file."""
+    X = np.empty((len(problem.frame), X_final.shape[1]))
+    y = np.empty(len(problem.frame))
+    X[problem.v_rows], y[problem.v_rows] = problem.X_v, problem.y_v
+    out = []
+    for X_d in (problem.X_tr, X_final):
+        X[problem.tr_rows], y[problem.tr_rows] = X_d, problem.y_tr
+        booster = victim.fit(X, y, problem.cat_idx)
+        entry = {"n_train": len(y)}
+        if problem.X_te is not None:
+            t = metrics(booster, problem.X_te, problem.y_te)
+            entry.update(test_f1=t["f1"], test_acc=t["acc"], test_logloss=t["logloss"])
+        out.append(entry)
+    return out[0], out[1]
 
 
 def thresholds_crossed(splits, dims, original, poisoned) -> int:
@@ -378,10 +429,14 @@ def run(
         final_booster = victim.fit(X_final, problem.y_tr, problem.cat_idx)
     except RunFailure as exc:
         raise AttackFailed(exc.message, {"error": exc.message, "trace": trace, "config": config.__dict__}) from None
-    progress("victim fits", total, total)
     after = split_metrics(final_booster, problem)
     after["objective"] = best_J
     clean["objective"] = objective_value(clean_booster.predict(problem.X_v), problem.y_v, config.objective)
+    attacker = {"clean": clean, "poisoned": after}
+    if not config.drop_validation:
+        # the release keeps every row: the victims the user would train, on the file as read and as written
+        clean, after = _release_metrics(problem, victim, X_final)
+    progress("victim fits", total, total)
     feasible = region.inside(Z_final)
     numeric_idx = [problem.index(c) for c in problem.features if c not in problem.categorical]
     plaus = implausible_fraction(problem.X_tr, problem.y_tr, X_final[rows], rows, numeric_idx, std)
@@ -401,6 +456,7 @@ def run(
         feasible=feasible,
         clean=clean,
         after=after,
+        attacker=attacker,
         thresholds_crossed=thresholds_crossed(trees.splits, dims, original, poisoned),
         plausibility=plaus,
         trace=trace,

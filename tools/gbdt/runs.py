@@ -105,6 +105,7 @@ def attack_config(params: dict, seed: int, eps: float | None = None):
         fast_bins=params["fast_bins"],
         workers=params["workers"],
         one_hot=csv_list(params.get("one_hot")),
+        drop_validation=params.get("drop_validation", False),
         seed=seed,
     )
 
