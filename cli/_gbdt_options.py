@@ -49,12 +49,18 @@ def attack_options(f, with_eps: bool = True):
     options = [
         click.option("--budget", type=float, default=0.05, show_default=True, help="Poisoned share of train rows."),
         click.option("--dims", type=int, default=3, show_default=True, help="Columns moved per row (top-k by gain)."),
-        click.option("--dims-list", default=None, metavar="A,B", help="Move exactly these columns instead."),
+        click.option(
+            "--dims-list",
+            default=None,
+            metavar="A,B",
+            help="Move exactly these columns (a one-hot group by its PREFIX) instead.",
+        ),
         click.option(
             "--one-hot",
             default=None,
             metavar="PREFIX,...",
-            help="One-hot groups (PREFIX_LEVEL columns), never moved; default: detected from the data.",
+            help="One-hot groups (PREFIX_LEVEL columns), moved only as one categorical (a level switch); "
+            "default: detected from the data.",
         ),
         click.option(
             "--drop-validation",

@@ -180,6 +180,9 @@ def attack_cmd(input, **params):
     of all, 1/2, 1/4, 1/8 of those rows (best first) are retrained (--oracle
     refit: leaf-refit, then only the chosen one retrained); the best becomes
     the next iterate. 4 retrains per iteration, 81 in all by default.
+    A one-hot group (detected, or --one-hot) moves only as one categorical: a
+    row may switch to a level held by >= 1% of its class (one group per row,
+    --search threshold), never leaving zero or two levels set.
 
     \b
     EXAMPLES
