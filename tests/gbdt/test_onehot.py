@@ -101,3 +101,19 @@ def test_rare_levels_are_not_switch_targets():
     assert set(zip(rows.tolist(), levels.tolist())) == {(0, 0), (1, 0), (2, 0), (3, 2), (4, 2)}
     switched = sw.apply(X[rows], groups, levels)
     assert np.all(switched.sum(axis=1) == 1)
+
+
+def test_a_prefix_shared_by_two_groups_finds_both():
+    """'status_A11' and 'status_sex_A91' (Credit-g dummy-coded): the longer prefix claims its columns first."""
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 3, 60), rng.integers(0, 2, 60)
+    frame = pd.DataFrame({f"status_A1{i}": (a == i).astype(int) for i in range(3)})
+    for i in range(2):
+        frame[f"status_sex_A9{i}"] = (b == i).astype(int)
+    frame["x"], frame["label"] = rng.normal(size=60), rng.integers(0, 2, 60)
+    p = data.prepare(frame, label="label", seed=0)
+    groups = onehot.detect_groups(p.X_tr, p.features, list(range(len(p.features))))
+    assert {k: [p.features[j] for j in v] for k, v in groups.items()} == {
+        "status": ["status_A10", "status_A11", "status_A12"],
+        "status_sex": ["status_sex_A90", "status_sex_A91"],
+    }
