@@ -6,8 +6,8 @@ import functools
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
-from methodkit.cli._gbdt_options import attack_options, data_options
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._gbdt_options import attack_options, attack_outputs, data_options, sweep_options
 
 PROG = "gbdt-poison"
 DEMO = [
@@ -138,14 +138,7 @@ def influence_cmd(input, **params):
 @input_argument()
 @data_options
 @attack_options
-@click.option(
-    "--manifest",
-    type=OutputPath(),
-    metavar="PATH",
-    default=None,
-    help="Manifest JSON [default: OUTPUT stem + .manifest.json].",
-)
-@click.option("--fail-above-f1", type=float, default=None, help="Exit 3 if the poisoned test (else val) F1 is above.")
+@attack_outputs
 @common_options("output", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def attack_cmd(input, **params):
     """Poison the train rows and write the poisoned table and its manifest.
@@ -199,21 +192,12 @@ def attack_cmd(input, **params):
       130  interrupted
     """
     _threads(params)
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
     from methodkit.tools.gbdt import attack, runs
-    from methodkit.tools.gbdt.data import frame_sha256
 
     run = Run.from_context()
     problem = runs.prepare(run.read_table, input, params, run.seed)
     output = run.output
-    if output == "-":
-        raise UsageError("attack writes a table and a manifest: pass -o FILE (.csv or .parquet)")
-    kind = io.format_from_path(output, None, None)
-    if kind not in ("csv", "tsv", "parquet"):
-        raise UsageError(f"{output}: the poisoned table must be .csv, .tsv or .parquet")
-    manifest = params.get("manifest") or runs.manifest_path(output)
-    runs.refuse_inputs([output, manifest], [input, params.get("test_path")])
+    kind, manifest = runs.attack_outputs(output, params.get("manifest"), [input, params.get("test_path")])
     run.refuse_existing_output(output, manifest)
     victim = runs.victim(params, run.seed)
     config = runs.attack_config(params, run.seed)
@@ -226,10 +210,7 @@ def attack_cmd(input, **params):
     except attack.AttackFailed as exc:
         partial.save_failure(exc.trace)
         raise
-    io.write_table(result.poisoned_frame(), output, kind, force=run.force)
-    record = result.to_dict()
-    record["data_sha256"] = run.input_digests or {"train": frame_sha256(problem.frame)}
-    io.write_json(record, manifest, force=run.force)
+    runs.write_attack(result, output, kind, manifest, run.force, run.input_digests)
     _warn_all(result.warnings, run.quiet)
     run.emit_result({**result.summary(), "output": output, "manifest": manifest}, output="-")
     partial.remove()
@@ -240,37 +221,7 @@ def attack_cmd(input, **params):
 @input_argument()
 @data_options
 @functools.partial(attack_options, with_eps=False)
-@click.option("--eps-grid", default="0.25,0.5,1,2,4,8", show_default=True, metavar="E1,E2,..", help="Radii to sweep.")
-@click.option("--seeds", default="0,1,2,3,4", show_default=True, metavar="S1,S2,..", help="Seeds (split + attack).")
-@click.option(
-    "--baselines",
-    default="random",
-    show_default=True,
-    metavar="NAMES",
-    help="Also run: random (rows+dims), random-rows, loss; '' for none.",
-)
-@click.option(
-    "--summary",
-    type=OutputPath(),
-    metavar="PATH",
-    default=None,
-    help="Write the mean-drop curve per method and eps (JSON).",
-)
-@click.option(
-    "--scheduler",
-    default="sync",
-    show_default=True,
-    metavar="ADDRESS",
-    help="'sync' (plain loop), 'local' (in-process Dask cluster of --dask-workers threads) or a Dask "
-    "scheduler address; the table is the same for every choice.",
-)
-@click.option(
-    "--dask-workers",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="Attacks at once under --scheduler local.",
-)
+@sweep_options
 @common_options("output", "format", "in_format", "force", "meta", "quiet", "verbose")
 def sweep_cmd(input, **params):
     """Run the attack over an eps grid × seeds, with baselines; one CSV row per run.
@@ -307,38 +258,17 @@ def sweep_cmd(input, **params):
     """
     _threads(params)
     from methodkit.core import io
-    from methodkit.tools.gbdt import runs, sweep
+    from methodkit.tools.gbdt import runs
 
     run = Run.from_context()
     grid, seeds = runs.parse_sweep_lists(params["eps_grid"], params["seeds"])
     runs.refuse_inputs([run.output, params.get("summary")], [input, params.get("test_path")])
     run.refuse_existing_output(run.output, params.get("summary"))
-    cache: dict = {}
-    first = runs.prepare(run.read_table, input, params, seeds[0], cache)  # reads and validates the input first
-
-    def problem_for_seed(seed):
-        return first if seed == seeds[0] else runs.prepare(run.read_table, input, params, seed, cache)
-
-    baselines = runs.csv_list(params["baselines"]) or []
-    config = runs.attack_config({**params, "eps": 1.0}, seeds[0])
-    sweep.tasks(config, grid, seeds, baselines)  # unknown baselines fail before any work
-    partial = runs.SweepCheckpoint(run.output, params, config, grid, seeds, baselines, first, run.force)
-    if partial.resumed and not run.quiet:
-        warn(PROG, f"resuming from {partial.path}: {len(partial.done)} run(s) already done")
+    job = runs.SweepJob(run.read_table, input, params, grid, seeds, run.output, run.force)
+    if job.partial.resumed and not run.quiet:
+        warn(PROG, f"resuming from {job.partial.path}: {len(job.partial.done)} run(s) already done")
     with run.progress() as progress:
-        result = sweep.run(
-            problem_for_seed,
-            lambda s: runs.victim(params, s),
-            config,
-            grid,
-            seeds,
-            baselines,
-            progress,
-            scheduler=params["scheduler"],
-            dask_workers=params["dask_workers"],
-            done=partial.done,
-            on_row=partial.on_row,
-        )
+        result = job.run(progress)
     _warn_all(result.warnings, run.quiet)
     if params.get("summary"):
         io.write_json(result.curve(), params["summary"], force=run.force)
@@ -346,7 +276,7 @@ def sweep_cmd(input, **params):
         for method, info in result.curve()["methods"].items():
             warn(PROG, f"{method}: mean drop by eps {info['mean_drop']}; monotone in eps: {info['monotone']}")
     run.emit_table(result.frame())
-    partial.remove()
+    job.partial.remove()
 
 
 @main.command("eval")
