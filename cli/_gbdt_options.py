@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import option_group
+from methodkit.cli._common import OutputPath, option_group
 
 # where the data come from and the roles of its columns (every verb)
 data_options = option_group(
@@ -49,12 +49,23 @@ def attack_options(f, with_eps: bool = True):
     options = [
         click.option("--budget", type=float, default=0.05, show_default=True, help="Poisoned share of train rows."),
         click.option("--dims", type=int, default=3, show_default=True, help="Columns moved per row (top-k by gain)."),
-        click.option("--dims-list", default=None, metavar="A,B", help="Move exactly these columns instead."),
+        click.option(
+            "--dims-list",
+            default=None,
+            metavar="A,B",
+            help="Move exactly these columns (a one-hot group by its PREFIX) instead.",
+        ),
         click.option(
             "--one-hot",
             default=None,
             metavar="PREFIX,...",
-            help="One-hot groups (PREFIX_LEVEL columns), never moved; default: detected from the data.",
+            help="One-hot groups (PREFIX_LEVEL columns), moved only as one categorical (a level switch); "
+            "default: detected from the data.",
+        ),
+        click.option(
+            "--drop-validation",
+            is_flag=True,
+            help="Write the train part only, leaving out the attacker's validation rows [default: all rows].",
         ),
         click.option(
             "--influence",
@@ -143,3 +154,55 @@ def attack_options(f, with_eps: bool = True):
     for option in reversed(options):
         f = option(f)
     return f
+
+
+# what attack writes besides OUTPUT, and its gate
+attack_outputs = option_group(
+    click.option(
+        "--manifest",
+        type=OutputPath(),
+        metavar="PATH",
+        default=None,
+        help="Manifest JSON [default: OUTPUT stem + .manifest.json].",
+    ),
+    click.option(
+        "--fail-above-f1", type=float, default=None, help="Exit 3 if the poisoned test (else val) F1 is above."
+    ),
+)
+
+# the grid, the seeds, the baselines and the scheduler of sweep
+sweep_options = option_group(
+    click.option(
+        "--eps-grid", default="0.25,0.5,1,2,4,8", show_default=True, metavar="E1,E2,..", help="Radii to sweep."
+    ),
+    click.option("--seeds", default="0,1,2,3,4", show_default=True, metavar="S1,S2,..", help="Seeds (split + attack)."),
+    click.option(
+        "--baselines",
+        default="random",
+        show_default=True,
+        metavar="NAMES",
+        help="Also run: random (rows+dims), random-rows, loss; '' for none.",
+    ),
+    click.option(
+        "--summary",
+        type=OutputPath(),
+        metavar="PATH",
+        default=None,
+        help="Write the mean-drop curve per method and eps (JSON).",
+    ),
+    click.option(
+        "--scheduler",
+        default="sync",
+        show_default=True,
+        metavar="ADDRESS",
+        help="'sync' (plain loop), 'local' (in-process Dask cluster of --dask-workers threads) or a Dask "
+        "scheduler address; the table is the same for every choice.",
+    ),
+    click.option(
+        "--dask-workers",
+        type=click.IntRange(min=1),
+        default=2,
+        show_default=True,
+        help="Attacks at once under --scheduler local.",
+    ),
+)

@@ -6,8 +6,8 @@ import functools
 
 import click
 
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_group, warn
-from methodkit.cli._gbdt_options import attack_options, data_options
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._gbdt_options import attack_options, attack_outputs, data_options, sweep_options
 
 PROG = "gbdt-poison"
 DEMO = [
@@ -64,8 +64,9 @@ def main():
       - Accept-best keeps the best of the iterates AND of the projected probes:
         both are feasible points whose victim was already trained.
       - --transform log1p acts on non-negative columns with skewness >= 1.
-      - The poisoned table is the train part only (the attacker's validation
-        rows are left out), so 'eval' on it reproduces the reported metrics.
+      - The poisoned table keeps every row of INPUT (the attacker's validation
+        rows untouched; --drop-validation leaves them out), and the reported
+        victim is trained on exactly that file, so 'eval' on it reproduces them.
       - BoostIn's lambda is max(lambda_l2, 1e-3), as tree_influence does.
       - -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits make
         2 threads far slower than 1 (docs/gbdt.md); results can differ by -j.
@@ -137,22 +138,18 @@ def influence_cmd(input, **params):
 @input_argument()
 @data_options
 @attack_options
-@click.option(
-    "--manifest",
-    type=OutputPath(),
-    metavar="PATH",
-    default=None,
-    help="Manifest JSON [default: OUTPUT stem + .manifest.json].",
-)
-@click.option("--fail-above-f1", type=float, default=None, help="Exit 3 if the poisoned test (else val) F1 is above.")
+@attack_outputs
 @common_options("output", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def attack_cmd(input, **params):
     """Poison the train rows and write the poisoned table and its manifest.
 
-    OUTPUT (-o, required: CSV or Parquet by extension) is the train part of INPUT,
-    rows in file order, labels byte-identical, with only the moved cells changed;
-    the attacker's validation rows are left out (their positions are in the
-    manifest). The manifest records the data hash, poisoned rows with old and new
+    OUTPUT (-o, required: CSV or Parquet by extension) is INPUT's train table,
+    every row in file order, labels byte-identical, with only the moved cells
+    changed; the attacker's validation rows (positions in the manifest) are kept
+    untouched, or left out with --drop-validation. "clean" and "poisoned" are the
+    victim trained on the same rows as read and on exactly OUTPUT; "attacker" is
+    the search's view (trained on the train part, scored on the validation
+    rows). The manifest records the data hash, poisoned rows with old and new
     values, radii, chosen columns and their gain, influence scores, eps, seed,
     victim parameters, LightGBM version, clean and poisoned metrics, the
     objective trace and the plausibility report. One JSON summary line goes to
@@ -176,6 +173,9 @@ def attack_cmd(input, **params):
     of all, 1/2, 1/4, 1/8 of those rows (best first) are retrained (--oracle
     refit: leaf-refit, then only the chosen one retrained); the best becomes
     the next iterate. 4 retrains per iteration, 81 in all by default.
+    A one-hot group (detected, or --one-hot) moves only as one categorical: a
+    row may switch to a level held by >= 1% of its class (one group per row,
+    --search threshold), never leaving zero or two levels set.
 
     \b
     EXAMPLES
@@ -192,21 +192,12 @@ def attack_cmd(input, **params):
       130  interrupted
     """
     _threads(params)
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
     from methodkit.tools.gbdt import attack, runs
-    from methodkit.tools.gbdt.data import frame_sha256
 
     run = Run.from_context()
     problem = runs.prepare(run.read_table, input, params, run.seed)
     output = run.output
-    if output == "-":
-        raise UsageError("attack writes a table and a manifest: pass -o FILE (.csv or .parquet)")
-    kind = io.format_from_path(output, None, None)
-    if kind not in ("csv", "tsv", "parquet"):
-        raise UsageError(f"{output}: the poisoned table must be .csv, .tsv or .parquet")
-    manifest = params.get("manifest") or runs.manifest_path(output)
-    runs.refuse_inputs([output, manifest], [input, params.get("test_path")])
+    kind, manifest = runs.attack_outputs(output, params.get("manifest"), [input, params.get("test_path")])
     run.refuse_existing_output(output, manifest)
     victim = runs.victim(params, run.seed)
     config = runs.attack_config(params, run.seed)
@@ -219,52 +210,18 @@ def attack_cmd(input, **params):
     except attack.AttackFailed as exc:
         partial.save_failure(exc.trace)
         raise
-    io.write_table(result.poisoned_frame(), output, kind, force=run.force)
-    record = result.to_dict()
-    record["data_sha256"] = run.input_digests or {"train": frame_sha256(problem.frame)}
-    io.write_json(record, manifest, force=run.force)
+    runs.write_attack(result, output, kind, manifest, run.force, run.input_digests)
     _warn_all(result.warnings, run.quiet)
     run.emit_result({**result.summary(), "output": output, "manifest": manifest}, output="-")
     partial.remove()
-    after = result.after
-    runs.gate(after.get("test_f1", after.get("val_f1")), params.get("fail_above_f1"), "poisoned")
+    runs.gate(result.gate_f1(), params.get("fail_above_f1"), "poisoned")
 
 
 @main.command("sweep")
 @input_argument()
 @data_options
 @functools.partial(attack_options, with_eps=False)
-@click.option("--eps-grid", default="0.25,0.5,1,2,4,8", show_default=True, metavar="E1,E2,..", help="Radii to sweep.")
-@click.option("--seeds", default="0,1,2,3,4", show_default=True, metavar="S1,S2,..", help="Seeds (split + attack).")
-@click.option(
-    "--baselines",
-    default="random",
-    show_default=True,
-    metavar="NAMES",
-    help="Also run: random (rows+dims), random-rows, loss; '' for none.",
-)
-@click.option(
-    "--summary",
-    type=OutputPath(),
-    metavar="PATH",
-    default=None,
-    help="Write the mean-drop curve per method and eps (JSON).",
-)
-@click.option(
-    "--scheduler",
-    default="sync",
-    show_default=True,
-    metavar="ADDRESS",
-    help="'sync' (plain loop), 'local' (in-process Dask cluster of --dask-workers threads) or a Dask "
-    "scheduler address; the table is the same for every choice.",
-)
-@click.option(
-    "--dask-workers",
-    type=click.IntRange(min=1),
-    default=2,
-    show_default=True,
-    help="Attacks at once under --scheduler local.",
-)
+@sweep_options
 @common_options("output", "format", "in_format", "force", "meta", "quiet", "verbose")
 def sweep_cmd(input, **params):
     """Run the attack over an eps grid × seeds, with baselines; one CSV row per run.
@@ -301,38 +258,17 @@ def sweep_cmd(input, **params):
     """
     _threads(params)
     from methodkit.core import io
-    from methodkit.tools.gbdt import runs, sweep
+    from methodkit.tools.gbdt import runs
 
     run = Run.from_context()
     grid, seeds = runs.parse_sweep_lists(params["eps_grid"], params["seeds"])
     runs.refuse_inputs([run.output, params.get("summary")], [input, params.get("test_path")])
     run.refuse_existing_output(run.output, params.get("summary"))
-    cache: dict = {}
-    first = runs.prepare(run.read_table, input, params, seeds[0], cache)  # reads and validates the input first
-
-    def problem_for_seed(seed):
-        return first if seed == seeds[0] else runs.prepare(run.read_table, input, params, seed, cache)
-
-    baselines = runs.csv_list(params["baselines"]) or []
-    config = runs.attack_config({**params, "eps": 1.0}, seeds[0])
-    sweep.tasks(config, grid, seeds, baselines)  # unknown baselines fail before any work
-    partial = runs.SweepCheckpoint(run.output, params, config, grid, seeds, baselines, first, run.force)
-    if partial.resumed and not run.quiet:
-        warn(PROG, f"resuming from {partial.path}: {len(partial.done)} run(s) already done")
+    job = runs.SweepJob(run.read_table, input, params, grid, seeds, run.output, run.force)
+    if job.partial.resumed and not run.quiet:
+        warn(PROG, f"resuming from {job.partial.path}: {len(job.partial.done)} run(s) already done")
     with run.progress() as progress:
-        result = sweep.run(
-            problem_for_seed,
-            lambda s: runs.victim(params, s),
-            config,
-            grid,
-            seeds,
-            baselines,
-            progress,
-            scheduler=params["scheduler"],
-            dask_workers=params["dask_workers"],
-            done=partial.done,
-            on_row=partial.on_row,
-        )
+        result = job.run(progress)
     _warn_all(result.warnings, run.quiet)
     if params.get("summary"):
         io.write_json(result.curve(), params["summary"], force=run.force)
@@ -340,7 +276,7 @@ def sweep_cmd(input, **params):
         for method, info in result.curve()["methods"].items():
             warn(PROG, f"{method}: mean drop by eps {info['mean_drop']}; monotone in eps: {info['monotone']}")
     run.emit_table(result.frame())
-    partial.remove()
+    job.partial.remove()
 
 
 @main.command("eval")

@@ -29,7 +29,7 @@ def test_constraints_hold(small_result):
     assert r.feasible.all()
     assert np.all(r.radius <= r.config.eps * (1 + 1e-6))
     frame = r.poisoned_frame()
-    clean = p.frame.iloc[p.tr_rows].reset_index(drop=True)
+    clean = p.frame.reset_index(drop=True)  # the release keeps every row of the train file
     # labels byte-identical, categorical and non-chosen columns untouched, only chosen rows changed
     assert frame[p.label].equals(clean[p.label])
     moved_cols = {p.features[j] for j in r.dims.ravel() if j >= 0}
@@ -38,7 +38,7 @@ def test_constraints_hold(small_result):
         if column not in moved_cols:
             assert changed.size == 0, column
         else:
-            assert set(changed) <= set(r.rows.tolist())
+            assert set(changed) <= set(p.tr_rows[r.rows].tolist())
     # integer column stays integer, values inside the train range
     assert frame["count"].dtype == clean["count"].dtype
     for column in moved_cols:
@@ -72,10 +72,40 @@ def test_refit_oracle_and_local_dims_run_and_stay_feasible():
     assert r.feasible.all()
     assert r.dims.shape == (len(r.rows), 3)
     # the final metrics come from a true retrain of the written data
-    booster = _victim().fit(r.poisoned_matrix(), p.y_tr, p.cat_idx)
+    booster = _victim().fit(*r.released_matrix(), p.cat_idx)
     from methodkit.tools.gbdt.victim import metrics
 
     assert metrics(booster, p.X_te, p.y_te)["f1"] == r.after["test_f1"]
+
+
+def test_release_keeps_every_row_and_reports_the_victim_of_the_written_file():
+    """Issue 34 item 2: validation rows untouched in the output; drop measured against the same rows unpoisoned."""
+    from methodkit.tools.gbdt.victim import metrics
+
+    p = problem(300, seed=5)
+    cfg = attack.AttackConfig(budget=0.1, eps=2.0, iters=2, seed=5)
+    r = attack.run(p, _victim(), cfg)
+    frame = r.poisoned_frame()
+    assert len(frame) == len(p.frame) and r.summary()["released"] == "all rows"
+    kept = p.frame.iloc[p.v_rows].reset_index(drop=True)
+    assert frame.iloc[p.v_rows].reset_index(drop=True).equals(kept)
+    # the written file, encoded as eval reads it, is the matrix the reported victim was trained on
+    written = data.whole(frame, synth.tabular(300, seed=1005), label="label")
+    X, y = r.released_matrix()
+    np.testing.assert_array_equal(written.X_tr, X)
+    np.testing.assert_array_equal(written.y_tr, y)
+    poisoned = _victim().fit(X, y, p.cat_idx)
+    assert metrics(poisoned, p.X_te, p.y_te)["f1"] == r.after["test_f1"]
+    unpoisoned = _victim().fit(*r.released_matrix(poisoned=False), p.cat_idx)
+    assert metrics(unpoisoned, p.X_te, p.y_te)["f1"] == r.clean["test_f1"]
+    assert r.clean["n_train"] == r.after["n_train"] == len(p.frame)
+    # --drop-validation: the train part only, and the reported victims are the attacker's
+    d = attack.run(p, _victim(), attack.AttackConfig(budget=0.1, eps=2.0, iters=2, seed=5, drop_validation=True))
+    assert len(d.poisoned_frame()) == len(p.tr_rows)
+    assert d.after == d.attacker["poisoned"] and d.clean == d.attacker["clean"]
+    np.testing.assert_array_equal(d.poisoned, r.poisoned)  # the search is the same; only the release differs
+    dropped = _victim().fit(*d.released_matrix(), p.cat_idx)
+    assert metrics(dropped, p.X_te, p.y_te)["f1"] == d.after["test_f1"]
 
 
 def test_influence_selected_gain_ranked_attack_beats_random_baseline():

@@ -69,7 +69,8 @@ def test_attack_files_same_seed_same_bytes_and_eval_reproduces(run_cli, tables, 
     assert manifest["n_poison"] == outs[0]["n_poison"] == 24
     assert all(r["feasible"] for r in manifest["rows"])
     poisoned = pd.read_csv(tmp_path / "a.csv")
-    clean = pd.read_csv(tables / "train.csv").drop(index=manifest["val_file_rows"]).reset_index(drop=True)
+    clean = pd.read_csv(tables / "train.csv")  # every row is released; the validation rows untouched
+    assert poisoned.iloc[manifest["val_file_rows"]].equals(clean.iloc[manifest["val_file_rows"]])
     assert poisoned["label"].equals(clean["label"]) and list(poisoned.columns) == list(clean.columns)
     proc = run_cli(
         [
@@ -105,7 +106,7 @@ def test_parquet_output_and_gate(run_cli, tables, tmp_path):
     )
     assert proc.returncode == 3
     assert "above --fail-above-f1 0" in proc.stderr.decode()
-    assert pd.read_parquet(tmp_path / "p.parquet").shape == (240, 7)  # written before the gate
+    assert pd.read_parquet(tmp_path / "p.parquet").shape == (300, 7)  # every row, written before the gate
 
 
 def test_sweep_jsonl(run_cli, tables):
@@ -166,3 +167,18 @@ def test_bad_input_one_line_exit_2(run_cli, one_line_error, tables, tmp_path, ar
     assert (tmp_path / "keep.csv").read_text() == "keep\n"
     assert (tmp_path / "train.csv").read_bytes() == before
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_drop_validation_writes_the_train_part_and_eval_reproduces(run_cli, tables, tmp_path):
+    args = ["--test", tables / "test.csv", *FAST, "--budget", "0.1", "--seed", "2"]
+    out = tmp_path / "d.csv"
+    proc = run_cli([PROG, "attack", tables / "train.csv", *args, "--drop-validation", "-o", out])
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["released"] == "train part" and summary["poisoned"] == summary["attacker"]["poisoned"]
+    manifest = json.loads((tmp_path / "d.manifest.json").read_text())
+    clean = pd.read_csv(tables / "train.csv").drop(index=manifest["val_file_rows"]).reset_index(drop=True)
+    assert len(pd.read_csv(out)) == len(clean) == 240
+    proc = run_cli([PROG, "eval", out, *args[:2], "--lgb-params", FAST[1], "--seed", "2"])
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["test_f1"] == summary["poisoned"]["test_f1"]

@@ -36,10 +36,10 @@ def test_fast_bins_searches_on_clean_bins_but_reports_a_true_retrain(small):
     r = attack.run(small, _victim(), cfg)
     assert r.feasible.all()
     # the reported victim is a plain retrain (own bins) on the poisoned matrix
-    plain = _victim().fit(r.poisoned_matrix(), small.y_tr, small.cat_idx)
+    plain = _victim().fit(*r.released_matrix(), small.cat_idx)
     assert metrics(plain, small.X_te, small.y_te)["f1"] == r.after["test_f1"]
     # during the search, retrains borrow the clean bins: J of the clean point is then the clean model's
-    assert r.trace[0]["J"] == pytest.approx(r.clean["objective"], abs=1e-12)
+    assert r.trace[0]["J"] == pytest.approx(r.attacker["clean"]["objective"], abs=1e-12)
 
 
 def _naive_thresholds(splits, dims, original, poisoned):

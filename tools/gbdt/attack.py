@@ -18,7 +18,7 @@ from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.core.progress import ProgressCallback, silent
 from methodkit.tools.gbdt import dims as dimsmod
 from methodkit.tools.gbdt import influence as infl
-from methodkit.tools.gbdt import onehot, threshold
+from methodkit.tools.gbdt import onehot, switch, threshold
 from methodkit.tools.gbdt.data import Problem
 from methodkit.tools.gbdt.feasible import COVARIANCES, TRANSFORMS, Standardizer, build_region, implausible_fraction
 from methodkit.tools.gbdt.oracle import OBJECTIVES, ORACLES, Oracle, objective_value
@@ -49,6 +49,7 @@ class AttackConfig:
     fast_bins: bool = False
     workers: int = 1  # probes trained at once (threads); results do not depend on it
     one_hot: list[str] | None = None  # one-hot group prefixes; None = detect them
+    drop_validation: bool = False  # release the train part only (the attacker's validation rows left out)
     seed: int = 0
 
     def check(self) -> None:
@@ -109,8 +110,11 @@ class AttackResult:
     poisoned: np.ndarray  # (B,k)
     radius: np.ndarray  # (B,) Mahalanobis radius of each poisoned row
     feasible: np.ndarray  # (B,) bool
-    clean: dict
-    after: dict
+    switches: switch.Switches  # the one-hot groups the rows may switch (a level each), and their levels as read
+    levels: np.ndarray  # (B, G) the level each poisoned row ends with in each switchable group
+    clean: dict  # victim on the released rows unpoisoned (the input file, or D under --drop-validation)
+    after: dict  # victim on exactly the written file
+    attacker: dict  # the attacker's view: {"clean", "poisoned"} victims trained on D, scored on V (and T)
     thresholds_crossed: int
     plausibility: dict
     trace: list[dict]
@@ -120,22 +124,55 @@ class AttackResult:
 
     def poisoned_matrix(self) -> np.ndarray:
         X = self.problem.X_tr.copy()
-        b_idx, a_idx = np.nonzero(self.dims >= 0)
-        X[self.rows[b_idx], self.dims[b_idx, a_idx]] = self.poisoned[b_idx, a_idx]
+        cols, values = self.cells()
+        b_idx, a_idx = np.nonzero(cols >= 0)
+        X[self.rows[b_idx], cols[b_idx, a_idx]] = values[b_idx, a_idx]
         return X
 
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cols, values), each (B, k + m): the numeric moves, then every member of the switchable groups."""
+        return switched_cells(self.dims, self.poisoned, self.switches, self.levels)
+
+    def changed(self, b: int) -> dict[int, tuple[float, float]]:
+        """column -> (from, to) of the cells poisoned row b changes (numeric moves and a level switch)."""
+        cols, values = self.cells()
+        out = {}
+        for j, value in zip(cols[b], values[b]):
+            if j >= 0 and value != self.problem.X_tr[self.rows[b], j]:
+                out[int(j)] = (float(self.problem.X_tr[self.rows[b], j]), float(value))
+        return out
+
+    def released_rows(self) -> np.ndarray:
+        """Positions in the train file of the written rows, in file order: every row, or D only."""
+        p = self.problem
+        return p.tr_rows if self.config.drop_validation else np.arange(len(p.frame))
+
+    def out_rows(self) -> np.ndarray:
+        """Position in the written file of each poisoned row."""
+        rows = self.problem.tr_rows[self.rows]
+        return self.rows if self.config.drop_validation else rows
+
+    def released_matrix(self, poisoned: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(X, y) of the written file (poisoned=False: the same rows as read), in its row order."""
+        p = self.problem
+        X_d = self.poisoned_matrix() if poisoned else p.X_tr
+        if self.config.drop_validation:
+            return X_d, p.y_tr
+        X = np.empty((len(p.frame), X_d.shape[1]))
+        y = np.empty(len(p.frame))
+        X[p.tr_rows], y[p.tr_rows] = X_d, p.y_tr
+        X[p.v_rows], y[p.v_rows] = p.X_v, p.y_v
+        return X, y
+
     def poisoned_frame(self):
-        """The train part D as read, rows in file order, with only the moved cells changed."""
+        """The written table: the train file as read (or D only), rows in file order, only moved cells changed."""
         import pandas as pd
 
         p = self.problem
-        frame = p.frame.iloc[p.tr_rows].reset_index(drop=True).copy()
-        for b, row in enumerate(self.rows):
-            for a, j in enumerate(self.dims[b]):
-                if j < 0 or self.poisoned[b, a] == self.original[b, a]:
-                    continue
+        frame = p.frame.iloc[self.released_rows()].reset_index(drop=True).copy()
+        for b, row in enumerate(self.out_rows()):
+            for j, (_, value) in self.changed(b).items():
                 column = p.features[j]
-                value = self.poisoned[b, a]
                 if pd.api.types.is_integer_dtype(frame[column]):
                     if value != np.round(value):
                         frame[column] = frame[column].astype("float64")
@@ -144,6 +181,10 @@ class AttackResult:
                 frame.loc[row, column] = value
         return frame
 
+    def gate_f1(self):
+        """The F1 --fail-above-f1 checks: the written file's victim on T, else the attacker's on V."""
+        return self.after.get("test_f1", self.attacker["poisoned"].get("val_f1"))
+
     def summary(self) -> dict:
         return {
             "verb": "attack",
@@ -151,11 +192,18 @@ class AttackResult:
             "budget": self.config.budget,
             "seed": self.config.seed,
             "method": method_name(self.config),
+            "released": "train part" if self.config.drop_validation else "all rows",
             "clean": self.clean,
             "poisoned": self.after,
-            "drop": {k: _drop(self.clean.get(k), self.after.get(k)) for k in ("val_f1", "test_f1", "test_acc")},
+            "attacker": self.attacker,
+            "drop": {
+                "val_f1": _drop(self.attacker["clean"].get("val_f1"), self.attacker["poisoned"].get("val_f1")),
+                **{k: _drop(self.clean.get(k), self.after.get(k)) for k in ("test_f1", "test_acc")},
+            },
             "n_poison": int(len(self.rows)),
             "dims": sorted({self.problem.features[j] for j in self.dims.ravel() if j >= 0}),
+            "switch_groups": self.switches.prefixes,
+            "switched_rows": int(np.sum(np.any(self.levels != self.switches.S0, axis=1))) if self.levels.size else 0,
             "mean_maha": float(self.radius.mean()) if len(self.radius) else 0.0,
             "feasible_fraction": float(self.feasible.mean()) if len(self.feasible) else 1.0,
             "thresholds_crossed": self.thresholds_crossed,
@@ -170,20 +218,21 @@ class AttackResult:
         """The manifest: everything needed to audit or replay the attack."""
         p = self.problem
         changes = []
-        for b, row in enumerate(self.rows):
-            cells = {}
-            for a, j in enumerate(self.dims[b]):
-                if j >= 0 and self.poisoned[b, a] != self.original[b, a]:
-                    cells[p.features[j]] = {"from": self.original[b, a], "to": self.poisoned[b, a]}
+        for b, (row, out_row) in enumerate(zip(self.rows, self.out_rows())):
+            cells = {p.features[j]: {"from": old, "to": new} for j, (old, new) in self.changed(b).items()}
+            switched = [
+                prefix for g, prefix in enumerate(self.switches.prefixes) if self.levels[b, g] != self.switches.S0[b, g]
+            ]
             changes.append(
                 {
                     "row": int(row),
                     "file_row": int(p.tr_rows[row]),
+                    "out_row": int(out_row),
                     "influence": float(self.influence[b]),
                     "radius": float(self.radius[b]),
                     "feasible": bool(self.feasible[b]),
                     "implausible": bool(self.plausibility["flagged"][b]),
-                    "dims": [p.features[j] for j in self.dims[b] if j >= 0],
+                    "dims": [p.features[j] for j in self.dims[b] if j >= 0] + switched,
                     "changed": cells,
                 }
             )
@@ -222,6 +271,37 @@ def split_metrics(booster, problem: Problem) -> dict:
         t = metrics(booster, problem.X_te, problem.y_te)
         out.update(test_f1=t["f1"], test_acc=t["acc"], test_logloss=t["logloss"])
     return out
+
+
+def switched_cells(dims, values, switches: switch.Switches, levels) -> tuple[np.ndarray, np.ndarray]:
+    """(cols, values), each (B, k + m): the numeric cells, then the member cells of each switchable group
+    (-1 where the row is not a valid one-hot in a group: its cells stay as read)."""
+    B = dims.shape[0]
+    if not switches.prefixes:
+        return dims, values
+    member_cols = np.tile(switches.cols, (B, 1))
+    start = 0
+    for g, members in enumerate(switches.members):
+        member_cols[switches.S0[:, g] < 0, start : start + len(members)] = -1
+        start += len(members)
+    return np.concatenate([dims, member_cols], axis=1), np.concatenate([values, switches.values(levels)], axis=1)
+
+
+def _release_metrics(problem: Problem, victim: Victim, X_final: np.ndarray) -> tuple[dict, dict]:
+    """Test metrics of the victim on every train-file row unpoisoned, and on the written (poisoned) file."""
+    X = np.empty((len(problem.frame), X_final.shape[1]))
+    y = np.empty(len(problem.frame))
+    X[problem.v_rows], y[problem.v_rows] = problem.X_v, problem.y_v
+    out = []
+    for X_d in (problem.X_tr, X_final):
+        X[problem.tr_rows], y[problem.tr_rows] = X_d, problem.y_tr
+        booster = victim.fit(X, y, problem.cat_idx)
+        entry = {"n_train": len(y)}
+        if problem.X_te is not None:
+            t = metrics(booster, problem.X_te, problem.y_te)
+            entry.update(test_f1=t["f1"], test_acc=t["acc"], test_logloss=t["logloss"])
+        out.append(entry)
+    return out[0], out[1]
 
 
 def thresholds_crossed(splits, dims, original, poisoned) -> int:
@@ -276,18 +356,25 @@ def run(
     else:
         groups = onehot.detect_groups(problem.X_tr, problem.features, numeric_all)
     binary_idx = onehot.binary_columns(problem.X_tr, problem.features, numeric_all)
-    # a one-hot member moved alone leaves a row with zero or two levels set: such columns stay put
+    # a one-hot member moved alone leaves a row with zero or two levels set: a group moves only as one
+    # categorical (a level switch, switch.py), never cell by cell
     grouped = {j for members in groups.values() for j in members}
+    movable = {g: m for g, m in groups.items() if all(problem.features[j] in problem.mutable for j in m)}
+    numeric_list = [n for n in config.dims_list or [] if n not in groups]
     if grouped:
         mutable_idx = [j for j in mutable_idx if j not in grouped]
-        warnings.append(f"one-hot groups {', '.join(sorted(groups))} are not perturbed (their levels stay as read)")
-        for name in config.dims_list or []:
+        for name in numeric_list:
             if name in problem.features and problem.index(name) in grouped:
-                raise UsageError(f"--dims-list: column '{name}' belongs to a one-hot group; it is not moved alone")
+                raise UsageError(
+                    f"--dims-list: column '{name}' belongs to a one-hot group; name the group's prefix to switch "
+                    "its level"
+                )
         if not mutable_idx:
             raise DataError("no mutable numeric column left outside the one-hot groups; relax --immutable")
     if config.dims_list:
-        chosen = dimsmod.by_name(config.dims_list, problem.features, problem.mutable)
+        if not numeric_list:
+            raise UsageError("--dims-list needs at least one numeric column besides one-hot group prefixes")
+        chosen = dimsmod.by_name(numeric_list, problem.features, problem.mutable)
         k = len(chosen)
     else:
         k = config.dims
@@ -310,6 +397,17 @@ def run(
         global_dims = dimsmod.at_random(mutable_idx, k, rng_dims)
     else:
         global_dims = None
+    if config.dims_list:
+        switch_groups = [n for n in config.dims_list if n in movable]
+    else:
+        numeric_gain = [float(gains[j]) for j in mutable_idx]
+        switch_groups = switch.chosen_groups(movable, gains, numeric_gain, k, config.dim_rank, rng_dims)
+    if switch_groups and config.search != "threshold":
+        warnings.append(f"one-hot groups {', '.join(switch_groups)} switch levels under --search threshold only")
+        switch_groups = []
+    if groups:
+        moved = f"; {', '.join(switch_groups)} may switch level (one group per row)" if switch_groups else ""
+        warnings.append(f"one-hot groups {', '.join(sorted(groups))} move only as one categorical{moved}")
     if global_dims is not None:
         binary_chosen = [problem.features[j] for j in global_dims if j in binary_idx]
         if binary_chosen:
@@ -344,6 +442,7 @@ def run(
         problem.X_tr, problem.y_tr, std, rows, dims, config.eps, config.cov, integer_idx, problem.features
     )
     warnings += region.dropped
+    switches = switch.build(problem.X_tr, problem.y_tr, rows, groups, switch_groups)
 
     oracle = Oracle(
         victim,
@@ -360,9 +459,12 @@ def run(
     trace: list[dict] = []
     try:
         if config.search == "threshold":
-            best_Z, best_J = _threshold_search(region, oracle, config, trace, progress, total, checkpoint, resume)
+            best_Z, levels, best_J = _threshold_search(
+                region, switches, oracle, config, trace, progress, total, checkpoint, resume
+            )
         else:
             best_Z, best_J = _ascent(region, oracle, config, rng_zo, trace, progress, total, checkpoint, resume)
+            levels = switches.S0.copy()
         original = problem.X_tr[rows[:, None], np.maximum(dims, 0)]
         poisoned = region.to_orig(best_Z)
         # clip to the data's range in original units (expm1 can land a hair below 0), then the lattice
@@ -373,15 +475,19 @@ def run(
         unmoved = (best_Z == region.x0) | (dims < 0)
         poisoned = np.where(unmoved, original, poisoned)
         Z_final = np.where(unmoved, region.x0, region.to_std(poisoned))
-        X_final = oracle.modified(rows, dims, poisoned)
+        X_final = oracle.modified(rows, *switched_cells(dims, poisoned, switches, levels))
         # the reported victim is always a true retrain (its own bins, even under --fast-bins)
         final_booster = victim.fit(X_final, problem.y_tr, problem.cat_idx)
     except RunFailure as exc:
         raise AttackFailed(exc.message, {"error": exc.message, "trace": trace, "config": config.__dict__}) from None
-    progress("victim fits", total, total)
     after = split_metrics(final_booster, problem)
     after["objective"] = best_J
     clean["objective"] = objective_value(clean_booster.predict(problem.X_v), problem.y_v, config.objective)
+    attacker = {"clean": clean, "poisoned": after}
+    if not config.drop_validation:
+        # the release keeps every row: the victims the user would train, on the file as read and as written
+        clean, after = _release_metrics(problem, victim, X_final)
+    progress("victim fits", total, total)
     feasible = region.inside(Z_final)
     numeric_idx = [problem.index(c) for c in problem.features if c not in problem.categorical]
     plaus = implausible_fraction(problem.X_tr, problem.y_tr, X_final[rows], rows, numeric_idx, std)
@@ -399,8 +505,11 @@ def run(
         poisoned=poisoned,
         radius=region.radius(Z_final),
         feasible=feasible,
+        switches=switches,
+        levels=levels,
         clean=clean,
         after=after,
+        attacker=attacker,
         thresholds_crossed=thresholds_crossed(trees.splits, dims, original, poisoned),
         plausibility=plaus,
         trace=trace,
@@ -521,24 +630,35 @@ def _ascent(region, oracle: Oracle, config: AttackConfig, rng, trace, progress, 
     return best_Z, best_J
 
 
-def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progress, total, checkpoint, resume):
-    """Threshold-crossing coordinate search with a line search (threshold.py); returns the best point and J.
+def _threshold_search(
+    region, switches, oracle: Oracle, config: AttackConfig, trace, progress, total, checkpoint, resume
+):
+    """Threshold-crossing coordinate search with a line search (threshold.py); returns (best Z, levels, J).
 
     Each iterate's model (a true retrain) is the anchor that scores the next probes; under
     --oracle refit the line-search points are refit evaluations on that anchor and only the
-    chosen point is retrained.
+    chosen point is retrained. A row's candidate moves are its coordinate probes and the level
+    switches of the one-hot groups it may switch (switch.py), scored alike; it takes its best.
     """
     rows, dims = region.rows, region.dims
     precision = threshold.precisions(region)
     params = oracle.victim.full_params()
     done = 1
 
+    def cells(point):
+        Z, S = point
+        return switched_cells(dims, region.to_orig(Z), switches, S)
+
     def retrained(*points):
         nonlocal done
-        out = oracle.trained(rows, dims, [region.to_orig(Z) for Z in points])
+        out = []
+        for point in points:  # the cols are the same for every point: one batch
+            out.append(cells(point)[1])
+        cols = cells(points[0])[0]
+        results = oracle.trained(rows, cols, out)
         done += len(points)
         progress("victim fits", min(done, total), total)
-        return out
+        return results
 
     def save(it):
         if checkpoint is not None:
@@ -547,7 +667,9 @@ def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progr
                     "search": "threshold",
                     "iter": it,
                     "Z": Z.tolist(),
+                    "S": S.tolist(),
                     "best_Z": best_Z.tolist(),
+                    "best_S": best_S.tolist(),
                     "best_J": best_J,
                     "fits": oracle.fits,
                     "trace": trace,
@@ -556,9 +678,9 @@ def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progr
 
     progress("victim fits", done, total)
     if resume is None:
-        Z = region.x0.copy()
-        ((J_Z, anchor),) = retrained(Z)
-        best_Z, best_J = Z.copy(), J_Z
+        Z, S = region.x0.copy(), switches.S0.copy()
+        ((J_Z, anchor),) = retrained((Z, S))
+        best_Z, best_S, best_J = Z.copy(), S.copy(), J_Z
         trace.append({"iter": 0, "J": J_Z, "best": best_J, "moved": 0})
         start = 1
         save(0)
@@ -566,20 +688,32 @@ def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progr
         if resume.get("search") != "threshold":
             raise UsageError("checkpoint was written by another --search; remove it or rerun with that setting")
         Z, best_Z = _restore(resume, "Z", region.x0.shape), _restore(resume, "best_Z", region.x0.shape)
+        S = _restore(resume, "S", switches.S0.shape).astype(np.int64)
+        best_S = _restore(resume, "best_S", switches.S0.shape).astype(np.int64)
         best_J, start = float(resume["best_J"]), int(resume["iter"]) + 1
         trace.extend(resume["trace"])
-        ((J_Z, anchor),) = retrained(Z)  # the iterate's model, identical to the one the run had
+        ((J_Z, anchor),) = retrained((Z, S))  # the iterate's model, identical to the one the run had
         oracle.fits = int(resume["fits"])
         done = min(total, 1 + (start - 1) * (config.n_evaluations - 1) // max(config.iters, 1))
     for it in range(start, config.iters + 1):
-        X = oracle.modified(rows, dims, region.to_orig(Z))
+        X = oracle.modified(rows, *cells((Z, S)))
         trees = parse_trees(anchor, oracle.y_tr, params)
         owner, points = threshold.probes(region, Z, precision, threshold.split_thresholds(trees))
-        scores = threshold.score_probes(
-            anchor, trees, X, oracle.y_tr, oracle.X_v, oracle.y_v, region, owner, points, oracle.victim.lambda_l2
+        s_row, s_group, s_level = switches.candidates(S)
+        X_probe = np.vstack(
+            [threshold.probe_rows(region, X, owner, points), switches.apply(X[rows[s_row]], s_group, s_level)]
         )
-        movers, picks = threshold.best_moves(owner, scores, len(rows))
-        entry = {"iter": it, "probes": int(len(owner)), "improving_rows": int(len(movers))}
+        owners = np.concatenate([owner, s_row])
+        scores = threshold.score_rows(
+            anchor, trees, X, oracle.y_tr, oracle.X_v, oracle.y_v, rows, owners, X_probe, oracle.victim.lambda_l2
+        )
+        movers, picks = threshold.best_moves(owners, scores, len(rows))
+        entry = {
+            "iter": it,
+            "probes": int(len(owners)),
+            "switch_probes": int(len(s_row)),
+            "improving_rows": int(len(movers)),
+        }
         if len(movers) == 0:  # no probe is predicted to help: the search has converged
             trace.append({**entry, "J": J_Z, "best": best_J, "moved": 0})
             save(it)
@@ -587,12 +721,17 @@ def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progr
         counts = sorted({max(1, int(np.ceil(f * len(movers)))) for f in threshold.LINE_FRACTIONS}, reverse=True)
         steps = []
         for n_move in counts:
-            step = Z.copy()
-            step[movers[:n_move]] = points[picks[:n_move]]
-            steps.append(step)
+            step_Z, step_S = Z.copy(), S.copy()
+            for b, c in zip(movers[:n_move], picks[:n_move]):
+                if c < len(owner):
+                    step_Z[b] = points[c]
+                else:
+                    step_S[b, s_group[c - len(owner)]] = s_level[c - len(owner)]
+            steps.append((step_Z, step_S))
         if config.oracle == "refit":
             oracle.adopt(anchor, X)
-            values = oracle.many(rows, dims, [region.to_orig(step) for step in steps])
+            cols = cells(steps[0])[0]
+            values = oracle.many(rows, cols, [cells(step)[1] for step in steps])
             done += len(steps)
             choice = int(np.argmax(values))
             ((J_Z, anchor),) = retrained(steps[choice])
@@ -600,21 +739,22 @@ def _threshold_search(region, oracle: Oracle, config: AttackConfig, trace, progr
             results = retrained(*steps)
             choice = int(np.argmax([value for value, _ in results]))
             J_Z, anchor = results[choice]
-        Z = steps[choice]
+        Z, S = steps[choice]
         if J_Z > best_J:
-            best_J, best_Z = J_Z, Z.copy()
+            best_J, best_Z, best_S = J_Z, Z.copy(), S.copy()
         trace.append(
             {
                 **entry,
                 "J": J_Z,
                 "best": best_J,
                 "moved": counts[choice],
+                "switched": int(np.sum(np.any(S != switches.S0, axis=1))) if S.size else 0,
                 "predicted_gain": float(scores[picks[: counts[choice]]].sum()),
                 "mean_radius": float(np.mean(region.radius(Z))),
             }
         )
         save(it)
-    return best_Z, best_J
+    return best_Z, best_S, best_J
 
 
 def _restore(state: dict, key: str, shape) -> np.ndarray:

@@ -27,25 +27,24 @@ def binary_columns(X: np.ndarray, features: list[str], candidates: list[int]) ->
 
 
 def detect_groups(X: np.ndarray, features: list[str], candidates: list[int]) -> dict[str, list[int]]:
-    """prefix -> member indices; each binary column joins the longest prefix that forms a valid group."""
+    """prefix -> member indices. Prefixes are tried longest first, each over the binary columns no longer
+    prefix has claimed, so 'status_sex_A91' joins 'status_sex' and 'status_A11' still forms 'status'."""
     binary = binary_columns(X, features, candidates)
+    prefixes = {features[j][: m.start()] for j in binary for m in _SEPARATOR.finditer(features[j])}
     groups: dict[str, list[int]] = {}
     taken: set[int] = set()
-    for j in binary:
-        if j in taken:
-            continue
-        cuts = [m.start() for m in _SEPARATOR.finditer(features[j])]
-        for cut in sorted(cuts, reverse=True):
-            prefix = features[j][:cut]
-            members = [
-                i for i in binary if i not in taken and features[i].startswith(prefix) and len(features[i]) > cut
-            ]
-            members = [i for i in members if _SEPARATOR.match(features[i][cut])]
-            if len(members) >= 2 and np.all(np.nansum(X[:, members], axis=1) == 1):
-                groups[prefix] = members
-                taken.update(members)
-                break
-    return groups
+    for prefix in sorted(prefixes, key=lambda p: (-len(p), p)):
+        cut = len(prefix)
+        members = [
+            i
+            for i in binary
+            if i not in taken and features[i].startswith(prefix) and len(features[i]) > cut + 1
+            and _SEPARATOR.match(features[i][cut])
+        ]  # fmt: skip
+        if len(members) >= 2 and np.all(np.nansum(X[:, members], axis=1) == 1):
+            groups[prefix] = members
+            taken.update(members)
+    return dict(sorted(groups.items()))
 
 
 def named_groups(prefixes: list[str], features: list[str], candidates: list[int]) -> dict[str, list[int]]:

@@ -81,6 +81,31 @@ def refuse_inputs(outputs: list[str | None], inputs: list[str | None]) -> None:
                 raise UsageError(f"{out}: is also an input; write the output elsewhere")
 
 
+def attack_outputs(output: str, manifest: str | None, inputs: list[str | None]) -> tuple[str, str]:
+    """(table format, manifest path) of an attack's outputs; UsageError for stdout, another format, an input."""
+    from methodkit.core import io
+
+    if output == "-":
+        raise UsageError("attack writes a table and a manifest: pass -o FILE (.csv or .parquet)")
+    kind = io.format_from_path(output, None, None)
+    if kind not in ("csv", "tsv", "parquet"):
+        raise UsageError(f"{output}: the poisoned table must be .csv, .tsv or .parquet")
+    manifest = manifest or manifest_path(output)
+    refuse_inputs([output, manifest], inputs)
+    return kind, manifest
+
+
+def write_attack(result, output: str, kind: str, manifest: str, force: bool, digests: dict | None) -> None:
+    """The poisoned table, then its manifest (with the input digests, else the table's own)."""
+    from methodkit.core import io
+    from methodkit.tools.gbdt.data import frame_sha256
+
+    io.write_table(result.poisoned_frame(), output, kind, force=force)
+    record = result.to_dict()
+    record["data_sha256"] = digests or {"train": frame_sha256(result.problem.frame)}
+    io.write_json(record, manifest, force=force)
+
+
 def attack_config(params: dict, seed: int, eps: float | None = None):
     from methodkit.tools.gbdt.attack import AttackConfig
 
@@ -105,6 +130,7 @@ def attack_config(params: dict, seed: int, eps: float | None = None):
         fast_bins=params["fast_bins"],
         workers=params["workers"],
         one_hot=csv_list(params.get("one_hot")),
+        drop_validation=params.get("drop_validation", False),
         seed=seed,
     )
 
@@ -264,6 +290,43 @@ class SweepCheckpoint:
     def remove(self) -> None:
         if self.path is not None and os.path.exists(self.path):
             os.remove(self.path)
+
+
+class SweepJob:
+    """A sweep's problems (the input read and validated first, one Problem per seed), config and checkpoint."""
+
+    def __init__(self, read: Callable, input_path: str, params: dict, grid, seeds, output: str, force: bool):
+        from methodkit.tools.gbdt import sweep
+
+        self.read, self.input, self.params, self.grid, self.seeds = read, input_path, params, grid, seeds
+        self.cache: dict = {}
+        self.first = prepare(read, input_path, params, seeds[0], self.cache)
+        self.baselines = csv_list(params["baselines"]) or []
+        self.config = attack_config({**params, "eps": 1.0}, seeds[0])
+        sweep.tasks(self.config, grid, seeds, self.baselines)  # unknown baselines fail before any work
+        self.partial = SweepCheckpoint(output, params, self.config, grid, seeds, self.baselines, self.first, force)
+
+    def problem(self, seed: int):
+        if seed == self.seeds[0]:
+            return self.first
+        return prepare(self.read, self.input, self.params, seed, self.cache)
+
+    def run(self, progress):
+        from methodkit.tools.gbdt import sweep
+
+        return sweep.run(
+            self.problem,
+            lambda s: victim(self.params, s),
+            self.config,
+            self.grid,
+            self.seeds,
+            self.baselines,
+            progress,
+            scheduler=self.params["scheduler"],
+            dask_workers=self.params["dask_workers"],
+            done=self.partial.done,
+            on_row=self.partial.on_row,
+        )
 
 
 def parse_sweep_lists(eps_grid: str, seeds: str) -> tuple[list[float], list[int]]:

@@ -151,10 +151,27 @@ def precisions(region: Region) -> np.ndarray:
     return np.einsum("bij,bj,bkj->bik", region.U, 1.0 / region.s, region.U)
 
 
+def probe_rows(region: Region, X: np.ndarray, owner: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """The train rows of the probes: row region.rows[owner[c]] of X with its moved cells at points[c]."""
+    X_probe = X[region.rows[owner]].copy()
+    values = rows_of(region, owner).to_orig(points)
+    for a in range(region.dims.shape[1]):
+        cols = region.dims[owner, a]
+        live = cols >= 0
+        X_probe[np.flatnonzero(live), cols[live]] = values[live, a]
+    return X_probe
+
+
 def score_probes(anchor, trees: Trees, X: np.ndarray, y_tr, X_v, y_v, region: Region, owner, points, lam):
     """First-order gain in validation logloss of each probe under the anchor model (larger = better).
 
     trees: the anchor parsed (victim.parse_trees); X: the train matrix at the current iterate."""
+    X_probe = probe_rows(region, X, owner, points)
+    return score_rows(anchor, trees, X, y_tr, X_v, y_v, region.rows, owner, X_probe, lam)
+
+
+def score_rows(anchor, trees: Trees, X: np.ndarray, y_tr, X_v, y_v, rows, owner, X_probe, lam):
+    """First-order gain in validation logloss when train row rows[owner[c]] becomes X_probe[c]."""
     L = leaf_indices(anchor, X)
     G, H = kernels.staged_leaf_sums(L, trees.leaf_values, np.asarray(y_tr, dtype=np.float64), trees.b0)
     L_v = leaf_indices(anchor, X_v)
@@ -162,18 +179,11 @@ def score_probes(anchor, trees: Trees, X: np.ndarray, y_tr, X_v, y_v, region: Re
     Gv = np.zeros_like(G)
     for t in range(L_v.shape[1]):
         Gv[t] = np.bincount(L_v[:, t], g_v, minlength=G.shape[1])
-    rows = region.rows
-    X_probe = X[rows[owner]].copy()
-    values = rows_of(region, owner).to_orig(points)
-    for a in range(region.dims.shape[1]):
-        cols = region.dims[owner, a]
-        live = cols >= 0
-        X_probe[np.flatnonzero(live), cols[live]] = values[live, a]
     L_probe = leaf_indices(anchor, X_probe) if len(owner) else np.zeros((0, L.shape[1]), dtype=np.int64)
     scores = kernels.move_scores(
         np.ascontiguousarray(L[rows]),
         L_probe,
-        owner,
+        np.asarray(owner, dtype=np.int64),
         np.asarray(y_tr[rows], dtype=np.float64),
         G,
         H,
