@@ -131,7 +131,8 @@ def unlearn_rate(model: Agent, original: Agent, shadows: list[Agent], ds: Datase
         for j, agent in enumerate([*shadows, model]):
             rows[k, j] = np.abs(value_samples(agent, ds, t, cfg) - ref).mean()
     g, arg = grubbs_rows(rows)
-    flagged = (g > crit) & (arg == n - 1)
+    above = rows[:, -1] > rows[:, :-1].mean(1)  # an outlier below the shadows (the original itself) is no unlearning
+    flagged = (g > crit) & (arg == n - 1) & above
     return float(flagged.mean()), rows
 
 
