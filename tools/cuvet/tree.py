@@ -271,6 +271,7 @@ def priced_moments(stats: np.ndarray, cross: np.ndarray | None, lam: float) -> t
 
 PRUNE_Z = 1.64  # a split must beat its parent on the estimation half by this many SE (ours)
 PRUNE_SCORES = ("auto", "curve", "arms")
+CURVE_MIN_T = 2.0  # the curve score needs every fitted point's dV >= this many SE; else its variance is infinite
 
 
 def curve_fit_cov(stats: np.ndarray, beta_root: float, prior_mu, prior_prec) -> tuple[float, float, float, np.ndarray]:
@@ -284,6 +285,8 @@ def curve_fit_cov(stats: np.ndarray, beta_root: float, prior_mu, prior_prec) -> 
         return 0.0, beta, 0.0, np.zeros((2, 2))
     dc, dv, var, ok = kernels.increments(stats)
     arms = kernels.frontier(dc, dv, ok)[1:]
+    if (dv[arms] < CURVE_MIN_T * np.sqrt(var[arms])).any():  # log dV's delta method needs dV well above its SE
+        return alpha, beta, smax, np.full((2, 2), np.inf)
     w = np.clip(dv[arms] ** 2 / var[arms], kernels.W_MIN, kernels.W_MAX)
     x = np.log(dc[arms])
     a = np.array([[w.sum(), (w * x).sum()], [(w * x).sum(), (w * x * x).sum()]]) + np.asarray(prior_prec)
@@ -404,6 +407,8 @@ def prune(
         f1, g1 = parts(s_new)
         f0, g0 = parts(s_old)
         g = ne * (g1 - g0)
+        if not np.isfinite(cov).all():
+            return ne * (f1 - f0), np.inf
         return ne * (f1 - f0), float(g @ cov @ g)
 
     total(0)
