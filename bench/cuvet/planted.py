@@ -27,9 +27,7 @@ def main() -> None:
     spec = CostSpec(arm_costs=truth["arm_costs"], on_outcome=False)
     fracs = [0.2, 0.4, 0.6]
     out = []
-    print(
-        f"rows {rows}; seed  method  budget  true_uplift_pct  oracle_share  true_cost/B  leaves  splits  leaf_betas"
-    )
+    print(f"rows {rows}; seed  method  budget  true_uplift_pct  oracle_share  true_cost/B  leaves  splits  leaf_betas")
     for s in range(3):
         tr, _ = synth.synthetic(rows, s, truth)
         te, _ = synth.synthetic(rows, 1000 + s, truth)
