@@ -121,7 +121,7 @@ def test_feasibility_matches_the_normal_predictive():
 
 def test_feasibility_shrink_meets_the_chance_constraint_and_is_tight(fitted):
     m = fitted
-    n_est = N_ROWS - N_ROWS // 2
+    n_est = sum(lf.n for lf in m.leaves)  # the leaves are estimated on every row (issue 35 item 2)
     B = m.budget_per_user
     full, _ = M._solve(m.leaves, B, m.posterior, m.seed)
     p_full = M.feasibility_of(m.leaves, full, B, m.seed, n_est)
@@ -141,7 +141,7 @@ def test_chance_constrained_spend_stays_within_budget_on_simulated_posteriors(fi
     """Fresh draws (another seed, 20,000 of them) of the leaves' cost increments and of the population's cost
     noise: the shrunk policy's cost stays within B in at least 1 - delta of them, the unshrunk one in about half."""
     m = fitted
-    n_est = N_ROWS - N_ROWS // 2
+    n_est = sum(lf.n for lf in m.leaves)  # the leaves are estimated on every row (issue 35 item 2)
     B = m.budget_per_user
     dc_mean, dc_var, z_var = M.cost_moments(m.leaves)
     rng = np.random.default_rng(12345)

@@ -111,3 +111,16 @@ def test_cli_bench_codes_the_test_file_with_the_training_levels(run_cli, tmp_pat
     rows = pd.read_csv(tmp_path / "b.csv")
     split = rows[(rows.method == "cuvet") & (rows.leaves > 1)]
     assert len(split) and (split.value > rows[rows.method == "uniform"].value.max()).all()
+
+
+def test_balance_of_a_categorical_is_checked_per_level_not_on_its_codes():
+    f = _frame(20_000, 3)
+    # arm 2 never in the outer villages (1-10, 31-40): the codes' mean is unchanged, the levels are not balanced
+    shifted = f.copy()
+    outer = (shifted.villnum <= 10) | (shifted.villnum > 30)
+    shifted.loc[outer & (shifted.t == 2), "t"] = 1
+    as_number = load_rct(shifted, "t", "y", COSTS, numeric=("villnum",))
+    assert not any("villnum (SMD" in w for w in as_number.warnings)  # a number: its mean is balanced
+    assert any("villnum (SMD" in w for w in load_rct(shifted, "t", "y", COSTS).warnings)  # the level indicators
+    # randomized arms: no warning, though 40 level indicators are tested per arm
+    assert not any("SMD" in w for w in load_rct(f, "t", "y", COSTS).warnings)

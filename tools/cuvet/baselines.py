@@ -102,7 +102,9 @@ def leaf_estimates(model: CuvetModel, X: np.ndarray) -> tuple[np.ndarray, np.nda
     return dv, table_c[leaf]
 
 
-def cell_oracle(cells: np.ndarray, p: np.ndarray, arm_costs, budget_per_user: float) -> np.ndarray:
+def cell_oracle(
+    cells: np.ndarray, p: np.ndarray, arm_costs, budget_per_user: float, on_outcome: bool = True
+) -> np.ndarray:
     """The best policy that is constant on each cell (a tree's leaves), from the true probabilities.
 
     The exact LP on the cell-mean conversion probabilities: what any leaf fit and allocation
@@ -113,12 +115,17 @@ def cell_oracle(cells: np.ndarray, p: np.ndarray, arm_costs, budget_per_user: fl
     size = np.bincount(cells).astype(float)
     means = np.column_stack([np.bincount(cells, weights=p[:, a]) for a in range(p.shape[1])])
     means /= np.maximum(size, 1.0)[:, None]
-    return oracle(means[cells], arm_costs, budget_per_user)
+    return oracle(means[cells], arm_costs, budget_per_user, on_outcome=on_outcome)
 
 
-def oracle(p: np.ndarray, arm_costs, budget_per_user: float, xp=None) -> np.ndarray:
-    """The exact LP on the true conversion probabilities (cost paid on conversion)."""
+def true_cost(p: np.ndarray, arm_costs, on_outcome: bool = True) -> np.ndarray:
+    """(n, K+1) true expected cost of every arm: kappa_t p_t paid on conversion, else kappa_t."""
     kappa = np.asarray(arm_costs, float)[None, :]
+    return kappa * p if on_outcome else np.broadcast_to(kappa, p.shape)
+
+
+def oracle(p: np.ndarray, arm_costs, budget_per_user: float, xp=None, on_outcome: bool = True) -> np.ndarray:
+    """The exact LP on the true conversion probabilities (cost paid on conversion, or kappa_t per user)."""
     dv = p - p[:, :1]
-    c = kappa * p
+    c = true_cost(p, arm_costs, on_outcome)
     return lp_policy(dv, c - c[:, :1], budget_per_user, xp)

@@ -76,6 +76,7 @@ def run_split(
     e = ev.propensities(test)
     probs = synth.true_probs(split.test_frame, truth) if truth is not None else None
     kappa = np.asarray(truth["arm_costs"], float) if truth is not None else None
+    on_outcome = bool(truth.get("cost_on_outcome", True)) if truth is not None else True
     tl = None
     if {"lp-tlearner", "roi-greedy"} & set(methods):
         tl = baselines.TLearner(train, seed=split.seed, threads=threads)
@@ -98,7 +99,7 @@ def run_split(
         control[:, 0] = 1.0
         dr_cost_control = dr_terms(control, test, e, *dr_models)[1]
     # the max-arm cost the budget fractions refer to: exact with a truth, else the training estimate
-    max_spend = true_max_spend(probs, kappa) if probs is not None else fit_max_spend(train)
+    max_spend = true_max_spend(probs, kappa, on_outcome) if probs is not None else fit_max_spend(train)
     rows = []
     for frac in budget_fracs:
         b = frac * max_spend
@@ -120,7 +121,7 @@ def run_split(
             "uniform": lambda models=models, b=b: baselines.uniform(train, b, test.n),
             "roi-greedy": lambda models=models, b=b: baselines.roi_greedy(tl_dv, tl_dc, b),
             "lp-tlearner": lambda models=models, b=b: baselines.lp_policy(tl_dv, tl_dc, b, xp),
-            "oracle": lambda models=models, b=b: baselines.oracle(probs, truth["arm_costs"], b, xp),
+            "oracle": lambda models=models, b=b: baselines.oracle(probs, truth["arm_costs"], b, xp, on_outcome),
             **{m: (lambda m=m, b=b: baselines.lp_policy(*meta[m], b, xp)) for m in meta},
         }
         ref = policies["uniform"]()
@@ -154,7 +155,8 @@ def run_split(
                 )
             if probs is not None:
                 tv = float((pi * probs).sum(1).mean())
-                tc = float((pi * probs * kappa).sum(1).mean() - (probs[:, 0] * kappa[0]).mean())
+                cost = baselines.true_cost(probs, kappa, on_outcome)
+                tc = float((pi * cost).sum(1).mean() - cost[:, 0].mean())
                 true_ref = float((ref * probs).sum(1).mean())
                 row.update(
                     {
@@ -169,15 +171,16 @@ def run_split(
                 row["leaves"] = len(models[method].leaves)
                 if probs is not None:  # what the best policy constant on these leaves would get
                     cells = models[method].leaf_of(test.X)
-                    bound = float((baselines.cell_oracle(cells, probs, kappa, b) * probs).sum(1).mean())
+                    bound = baselines.cell_oracle(cells, probs, kappa, b, on_outcome)
+                    bound = float((bound * probs).sum(1).mean())
                     row["leaf_bound"] = (bound - true_ctl) / (true_oracle - true_ctl)
             rows.append(row)
     return rows
 
 
-def true_max_spend(probs: np.ndarray, kappa: np.ndarray) -> float:
-    """Per-user true expected incremental cost of giving everyone the costliest arm (cost on conversion)."""
-    cost = probs * kappa[None, :]
+def true_max_spend(probs: np.ndarray, kappa: np.ndarray, on_outcome: bool = True) -> float:
+    """Per-user true expected incremental cost of giving everyone the costliest arm."""
+    cost = baselines.true_cost(probs, kappa, on_outcome)
     return float((cost - cost[:, :1]).mean(0).max())
 
 

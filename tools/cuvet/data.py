@@ -313,20 +313,32 @@ def load_rct(
 
 def balance_warnings(data: RCT) -> list[str]:
     """Covariate balance across arms: an SMD above 0.1 against control suggests non-randomized data."""
+    from scipy.stats import norm
+
     worst: list[tuple[float, str, int]] = []
     ctl = data.t == 0
     for j, f in enumerate(data.features):
         x = data.X[:, j]
-        x0 = x[ctl & np.isfinite(x)]
+        ok = np.isfinite(x)
+        if f in data.levels:
+            # unordered levels: the mean of their codes means nothing; each level's indicator instead
+            columns = [(x == c).astype(float) for c in np.unique(x[ok])]
+        else:
+            columns = [x]
+        # an SMD above 0.1 that sampling noise explains (3 standard errors, Bonferroni over a
+        # categorical's levels) is no evidence (ours)
+        z_noise = 3.0 if len(columns) == 1 else float(norm.isf(norm.sf(3.0) / len(columns)))
         for a in range(1, data.n_arms):
-            xa = x[(data.t == a) & np.isfinite(x)]
-            if len(xa) < 2 or len(x0) < 2:
+            rows_a, rows_0 = (data.t == a) & ok, ctl & ok
+            if rows_a.sum() < 2 or rows_0.sum() < 2:
                 continue
-            sd = np.sqrt(0.5 * (xa.var(ddof=1) + x0.var(ddof=1)))
-            smd = abs(xa.mean() - x0.mean()) / sd if sd > 0 else 0.0
-            # an SMD above 0.1 that sampling noise explains (3 standard errors) is no evidence (ours)
-            if smd > SMD_WARN and smd > 3.0 * np.sqrt(1.0 / len(xa) + 1.0 / len(x0)):
-                worst.append((smd, f, a))
+            noise = z_noise * np.sqrt(1.0 / rows_a.sum() + 1.0 / rows_0.sum())
+            for col in columns:
+                xa, x0 = col[rows_a], col[rows_0]
+                sd = np.sqrt(0.5 * (xa.var(ddof=1) + x0.var(ddof=1)))
+                smd = abs(xa.mean() - x0.mean()) / sd if sd > 0 else 0.0
+                if smd > SMD_WARN and smd > noise:
+                    worst.append((smd, f, a))
     if not worst:
         return []
     worst.sort(reverse=True)

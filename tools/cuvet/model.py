@@ -74,10 +74,40 @@ class Leaf:
         )
 
 
+LEAF_IRLS_ROUNDS = 3
+
+
+def refine_power_law(stats: np.ndarray, alpha: float, beta: float) -> tuple[float, float]:
+    """A leaf's curve refitted on every usable arm with dV > 0, weights from the fitted curve (ours).
+
+    kernels.fit_power_law fits the empirical hull's arms with weights dV^2/var from the noisy dV
+    themselves: the hull drops an arm whenever noise puts it under a chord (most arms of a nearly
+    linear curve), and the weights favour arms that noise pushed up, so a curve with beta near 1
+    is fitted too concave (the planted design's x0 > 0 half, truth 0.9: 0.67-0.83 at 250k rows;
+    bench/cuvet/split_study.txt). Here the weights are (alpha dC^beta)^2 / var, iterated from the
+    kernel's fit, on all the arms. Kept only with at least two such arms; beta clipped as there.
+    """
+    dc, dv, var, ok = kernels.increments(stats)
+    use = ok & (dv > 0) & (dc > 0)
+    if use.sum() < 2 or alpha <= 0:
+        return alpha, beta
+    x, yv, v = np.log(dc[use]), np.log(dv[use]), var[use]
+    la, b = float(np.log(alpha)), float(beta)
+    for _ in range(LEAF_IRLS_ROUNDS):
+        w = np.clip(np.exp(2 * (la + b * x)) / v, kernels.W_MIN, kernels.W_MAX)
+        a = np.array([[w.sum(), (w * x).sum()], [(w * x).sum(), (w * x * x).sum()]])
+        if abs(np.linalg.det(a)) <= 1e-12 * max(a[0, 0] * a[1, 1], 1e-300):
+            return alpha, beta
+        b = float(np.clip(np.linalg.solve(a, [(w * yv).sum(), (w * x * yv).sum()])[1], kernels.BETA_MIN, 1.0))
+        la = float(((w * yv).sum() - b * (w * x).sum()) / w.sum())
+    return float(np.exp(la)), b
+
+
 def leaf_from_stats(stats: np.ndarray, beta_root: float, n_total: int) -> Leaf:
     dc, dv, _, ok = kernels.increments(stats)
     arms = kernels.frontier(dc, dv, ok)
     alpha, beta, smax, _ = kernels.fit_power_law(stats, beta_root, np.zeros(2), np.zeros((2, 2)))
+    alpha, beta = refine_power_law(stats, alpha, beta)
     n = int(stats[:, 0].sum())
     return Leaf(
         n,
@@ -356,7 +386,6 @@ def fit(
         prior_prec = np.diag([1.0 / SPLIT_PRIOR_SD[0] ** 2, 1.0 / SPLIT_PRIOR_SD[1] ** 2])
     lam = allocate([1.0], [a0], [b0], [s0], per_user).lam
     rounds = [lam]
-    est_total = len(est)
     for r in range(MAX_ROUNDS):
         progress("grow tree", r, MAX_ROUNDS)
         tree = grow(
@@ -383,11 +412,18 @@ def fit(
                 est_stats.append(kernels.arm_stats(rows_k, t, y, z, data.n_arms))
                 est_cross.append(kernels.arm_cross(rows_k, t, y, z, data.n_arms))
                 struct_stats.append(kernels.arm_stats(struct[struct_idx == k].astype(np.int64), t, y, z, data.n_arms))
-            tree = prune(tree, struct_stats, est_stats, lam, beta_root, prior_mu, prior_prec, est_cross=est_cross)
-            leaf_idx = tree.leaf_of_codes(codes_t[:, est])
+            tree = prune(
+                tree, struct_stats, est_stats, lam, beta_root, prior_mu, prior_prec,
+                z=tp.prune_z, est_cross=est_cross, scoring=tp.prune_scoring,
+            )  # fmt: skip
+        # the leaves of a pruned (or not honest) tree are estimated on every row; a grown tree's on the other half
+        leaf_rows = est if honest and not pruned else np.arange(n)
+        leaf_idx = tree.leaf_of_codes(codes_t[:, leaf_rows])
         leaves = [
             leaf_from_stats(
-                kernels.arm_stats(est[leaf_idx == k].astype(np.int64), t, y, z, data.n_arms), beta_root, est_total
+                kernels.arm_stats(leaf_rows[leaf_idx == k].astype(np.int64), t, y, z, data.n_arms),
+                beta_root,
+                len(leaf_rows),
             )
             for k in range(tree.n_leaves)
         ]
@@ -407,7 +443,8 @@ def fit(
     working = per_user
     feas = None
     if use_bayes and not data.cost.deterministic:
-        spend, lam, working, feas = _shrink_for_feasibility(leaves, per_user, seed, post, est_total, spend, lam)
+        n_leaf_rows = sum(lf.n for lf in leaves)
+        spend, lam, working, feas = _shrink_for_feasibility(leaves, per_user, seed, post, n_leaf_rows, spend, lam)
         if working < per_user:
             warnings.append(
                 f"CUVET-B shrank the working budget to {working / per_user:.1%} of B so that P(cost <= B) >= {1 - DELTA}"

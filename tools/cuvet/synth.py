@@ -41,7 +41,36 @@ def synthetic_truth(truth_seed: int = 0, regime: str = "normal", base_rate: floa
     }
 
 
-def cohort_of(frame: pd.DataFrame) -> np.ndarray:
+PLANTED_BETA = (0.3, 0.3, 0.9, 0.9)
+PLANTED_TOP = (0.12, 0.06, 0.03, 0.015)
+
+
+def planted_truth(base_rate: float = 0.02) -> dict:
+    """A design whose heterogeneity a tree can find: 4 cohorts, k = 2*[x0 > 0] + [c0 in {a, b}].
+
+    Cost is kappa_t per treated user (not paid on conversion), so dV = alpha dC^beta exactly and
+    the planted (alpha, beta) are the leaves' true curves. x0 sets the curvature and the scale
+    (beta 0.3 for x0 <= 0: the cheap arm buys most of a large effect; 0.8 above, nearly linear
+    and small), c0 the scale within each (effect of the costliest arm PLANTED_TOP). Main effects,
+    no interaction: the planted first split is x0.
+    """
+    beta = np.asarray(PLANTED_BETA)
+    top = np.asarray(PLANTED_TOP)
+    return {
+        "arm_costs": ARM_COSTS,
+        "design": "planted",
+        "cost_on_outcome": False,
+        "cohort_rule": "k = 2*[x0 > 0] + [c0 in {a, b}]",
+        "p0": [base_rate] * 4,
+        "alpha": (top / ARM_COSTS[-1] ** beta).tolist(),
+        "beta": beta.tolist(),
+    }
+
+
+def cohort_of(frame: pd.DataFrame, truth: dict | None = None) -> np.ndarray:
+    if truth is not None and truth.get("design") == "planted":
+        c0 = np.isin(frame["c0"].astype(str).to_numpy(), ["a", "b"])
+        return 2 * (frame["x0"].to_numpy(float) > 0).astype(int) + c0.astype(int)
     x0 = frame["x0"].to_numpy(float)
     x1 = frame["x1"].to_numpy(float)
     c0 = frame["c0"].astype(str).to_numpy()
@@ -52,7 +81,7 @@ def cohort_of(frame: pd.DataFrame) -> np.ndarray:
 
 def true_probs(frame: pd.DataFrame, truth: dict) -> np.ndarray:
     """(n, K+1) true conversion probability of every user under every arm."""
-    k = cohort_of(frame)
+    k = cohort_of(frame, truth)
     kappa = np.asarray(truth["arm_costs"], float)
     p0 = np.asarray(truth["p0"])[k]
     alpha = np.asarray(truth["alpha"])[k]

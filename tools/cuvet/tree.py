@@ -7,7 +7,7 @@ is grown on one half of the rows; the leaves are re-estimated on the other (hone
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,12 +25,14 @@ class TreeParams:
     min_arm: int = 50
     min_gain_frac: float = 1e-3  # gain must exceed this fraction of L(root)
     lookahead: bool = False  # score splits by the best two-level gain they allow (ours)
+    prune_scoring: str = "auto"  # honest pruning score: auto, the power-law curve or the raw arm means (prune)
+    prune_z: float | None = None  # pruning margin in SE (None: PRUNE_Z)
 
     def scaled(self, n_struct: int, arm_counts: np.ndarray) -> TreeParams:
         """Scale the size limits to small data (ours): at most n/10 per leaf, 1/4 of the rarest arm per child."""
         min_leaf = int(min(self.min_leaf, max(20, n_struct // 10)))
         min_arm = int(min(self.min_arm, max(10, int(arm_counts.min()) // 4)))
-        return TreeParams(self.max_depth, min_leaf, min_arm, self.min_gain_frac, self.lookahead)
+        return replace(self, min_leaf=min_leaf, min_arm=min_arm)
 
 
 LOOKAHEAD_STEP = 4  # the lookahead's second level tries every 4th threshold of a 64-bin feature
@@ -268,6 +270,41 @@ def priced_moments(stats: np.ndarray, cross: np.ndarray | None, lam: float) -> t
 
 
 PRUNE_Z = 1.64  # a split must beat its parent on the estimation half by this many SE (ours)
+PRUNE_SCORES = ("auto", "curve", "arms")
+CURVE_MIN_T = 2.0  # the curve score needs every fitted point's dV >= this many SE; else its variance is infinite
+
+
+def curve_fit_cov(stats: np.ndarray, beta_root: float, prior_mu, prior_prec) -> tuple[float, float, float, np.ndarray]:
+    """(alpha, beta, s_max, covariance of (log alpha, beta)) of a node's power-law fit (kernels.fit_power_law).
+
+    The WLS weights are the inverse delta-method variances of log dV, so the covariance is the
+    inverse of the weighted normal matrix (plus the prior's precision); zero when nothing is fitted.
+    """
+    alpha, beta, smax, npts = kernels.fit_power_law(stats, beta_root, prior_mu, prior_prec)
+    if npts == 0 or alpha <= 0:
+        return 0.0, beta, 0.0, np.zeros((2, 2))
+    dc, dv, var, ok = kernels.increments(stats)
+    arms = kernels.frontier(dc, dv, ok)[1:]
+    if (dv[arms] < CURVE_MIN_T * np.sqrt(var[arms])).any():  # log dV's delta method needs dV well above its SE
+        return alpha, beta, smax, np.full((2, 2), np.inf)
+    w = np.clip(dv[arms] ** 2 / var[arms], kernels.W_MIN, kernels.W_MAX)
+    x = np.log(dc[arms])
+    a = np.array([[w.sum(), (w * x).sum()], [(w * x).sum(), (w * x * x).sum()]]) + np.asarray(prior_prec)
+    if npts < 2 and prior_prec[1, 1] <= 0:  # beta fixed at beta_root: only log alpha is uncertain
+        return alpha, beta, smax, np.array([[1.0 / a[0, 0], 0.0], [0.0, 0.0]])
+    return alpha, beta, smax, np.linalg.pinv(a)
+
+
+def prune_statistic(
+    tree: Tree, struct_stats, est_stats, lam, beta_root, prior_mu, prior_prec, est_cross=None, scoring="auto"
+) -> float:
+    """The honest pruning statistic of the root split (children's score minus the root's, in SE)."""
+    record: dict = {}
+    prune(
+        tree, struct_stats, est_stats, lam, beta_root, prior_mu, prior_prec,
+        est_cross=est_cross, record=record, scoring=scoring,
+    )  # fmt: skip
+    return float(record[0])
 
 
 def prune(
@@ -280,20 +317,34 @@ def prune(
     prior_prec,
     z: float | None = None,
     est_cross: list | None = None,
+    record: dict | None = None,
+    scoring: str = "auto",
 ) -> Tree:
     """Honest pruning (ours): undo every split that does not pay off on the estimation half.
 
-    Each node's decision (spend and arm mix) is made from its structure-half statistics and
-    scored with its estimation-half increments: n_est * sum_t p_t (dV_t - lam dC_t). A split
-    stays only if its children's honest score beats the parent's by z standard errors of that
-    difference (the score is a linear function of independent arm means, so its variance is
-    closed-form: Var(y - lam z) = Var y + lam^2 Var z - 2 lam Cov(y, z) from the arm sums and
-    `est_cross`, the per-arm sums of y*z; without it, the bound (sd_y + lam sd_z)^2).
-    The plug-in gain alone cannot do this: at a fixed lam, splitting never lowers the sum of
-    fitted L, and without the margin noise splits survive half the time.
+    Each node's decision (its spend, and for scoring="arms" its arm mix) is made from its
+    structure-half statistics and scored on the estimation half. A split stays only if its
+    children's decisions beat the parent's decision, on the same rows, by z standard errors of
+    that difference. The plug-in gain alone cannot do this: at a fixed lam, splitting never
+    lowers the sum of fitted L, and without the margin noise splits survive half the time.
+
+    scoring="curve": a decision's score on node j is n_j (alpha_j s^beta_j - lam s),
+    the power law fitted to j's estimation-half points; its variance by the delta method from
+    the fit's covariance (curve_fit_cov). scoring="arms": the model-free score n_est * sum_t
+    p_t (dV_t - lam dC_t) from the raw arm means of the mix, its variance closed-form from the arm
+    sums and `est_cross` (Var(y - lam z) exact; without it, the bound (sd_y + lam sd_z)^2).
+    The arm score is unbiased whatever the curve, but on flat priced-value curves most of a
+    split's mix change moves weight between arms of nearly equal value, whose raw means are
+    noisy: on the planted design (bench/cuvet/split_study.py) the true split's arm statistic is
+    0.6-1.6 SE at 100k estimation rows, its curve statistic 2.6-7.4 SE. With few arms (two
+    treated arms, small leaves) the curve's beta is poorly determined and the arm score is the
+    tighter one. scoring="auto" (default) tests each split with whichever of the two has the
+    smaller variance (chosen by the variance, not by the statistic, so the margin keeps its meaning).
     """
     from methodkit.tools.cuvet.allocate import realize
 
+    if scoring not in PRUNE_SCORES:
+        raise ValueError(f"scoring must be one of {PRUNE_SCORES}, got {scoring!r}")
     z = PRUNE_Z if z is None else z
     st: dict[int, np.ndarray] = {}
     es: dict[int, np.ndarray] = {}
@@ -310,10 +361,13 @@ def prune(
         st[k], es[k] = st[nd.left] + st[nd.right], es[nd.left] + es[nd.right]
         ex[k] = None if est_cross is None else ex[nd.left] + ex[nd.right]
 
+    def spend_of(k: int) -> float:
+        a, b, smax, _ = kernels.fit_power_law(st[k], beta_root, prior_mu, prior_prec)
+        return float(kernels.best_spend(a, b, smax, lam))
+
     def decision(k: int) -> np.ndarray:
         """The arm mix node k's structure-half statistics choose at lam."""
-        a, b, smax, _ = kernels.fit_power_law(st[k], beta_root, prior_mu, prior_prec)
-        spend = kernels.best_spend(a, b, smax, lam)
+        spend = spend_of(k)
         dc, dv, _, ok = kernels.increments(st[k])
         arms = kernels.frontier(dc, dv, ok)
         w = np.zeros(st[k].shape[0])
@@ -334,23 +388,54 @@ def prune(
         ne = float(e[:, 0].sum())
         return ne * diff, ne * ne * var
 
+    fits: dict[int, tuple] = {}
+
+    def curve_gain(j: int, s_new: float, s_old: float) -> tuple[float, float]:
+        """(score of spend s_new minus s_old on node j's estimation curve, its delta-method variance)."""
+        if j not in fits:
+            fits[j] = curve_fit_cov(es[j], beta_root, prior_mu, prior_prec)
+        alpha, beta, smax, cov = fits[j]
+        ne = float(es[j][:, 0].sum())
+
+        def parts(s: float) -> tuple[float, np.ndarray]:
+            s_eff = min(s, smax)
+            if alpha <= 0 or s_eff <= 0:
+                return -lam * s, np.zeros(2)
+            v = alpha * s_eff**beta
+            return v - lam * s, v * np.array([1.0, np.log(s_eff)])
+
+        f1, g1 = parts(s_new)
+        f0, g0 = parts(s_old)
+        g = ne * (g1 - g0)
+        if not np.isfinite(cov).all():
+            return ne * (f1 - f0), np.inf
+        return ne * (f1 - f0), float(g @ cov @ g)
+
     total(0)
     keep: dict[int, bool] = {}
 
-    def best(k: int) -> tuple[float, list[tuple[int, np.ndarray]]]:
-        """Best honest score of the subtree rooted at k, and the (leaf node, mix) pairs that reach it."""
+    def best(k: int) -> list[tuple[int, np.ndarray, float]]:
+        """The (leaf node, arm mix, spend) triples of the best pruned subtree rooted at k."""
         nd = tree.nodes[k]
-        w = decision(k)
-        here = score(k, w)[0]
+        w, s_k = decision(k), spend_of(k)
         if nd.leaf >= 0:
-            return here, [(k, w)]
-        left, right = best(nd.left), best(nd.right)
-        parts = left[1] + right[1]
-        below = left[0] + right[0]
-        # variance of (children's score - parent's score) on the same rows: per part, mix w_j - w_parent
-        var = sum(score(j, wj - w)[1] for j, wj in parts)
-        keep[k] = below - here > z * np.sqrt(var)
-        return (below, parts) if keep[k] else (here, [(k, w)])
+            return [(k, w, s_k)]
+        parts = best(nd.left) + best(nd.right)
+        tests = {}
+        if scoring in ("arms", "auto"):
+            # children's mixes minus the parent's on the same rows: per part, the mix w_j - w
+            tests["arms"] = (sum(score(j, wj)[0] for j, wj, _ in parts) - score(k, w)[0],
+                             sum(score(j, wj - w)[1] for j, wj, _ in parts))  # fmt: skip
+        if scoring in ("curve", "auto"):
+            diffs = [curve_gain(j, s_j, s_k) for j, _, s_j in parts]
+            tests["curve"] = (sum(d for d, _ in diffs), sum(v for _, v in diffs))
+        _decide(k, *min(tests.values(), key=lambda dv: dv[1]))  # auto: the score with the smaller variance
+        return parts if keep[k] else [(k, w, s_k)]
+
+    def _decide(k: int, diff: float, var: float) -> None:
+        keep[k] = diff > z * np.sqrt(max(var, 0.0))
+        if record is not None:  # the split's statistic in SE, for diagnosis
+            record[k] = diff / np.sqrt(var) if var > 0 else np.inf * np.sign(diff)
 
     best(0)
     out = Tree([])
