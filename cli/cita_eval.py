@@ -102,7 +102,8 @@ def main(
     equal to the gold-executed ones); Tool F1 = multiset F1 of executed vs gold tool names, Call F1 of
     canonical calls (macro over tasks, every task in the denominator, crashes count as failures). For
     a model, pair_acc and brier compare σ(f) with the oracle V*(c,a) (execute a, then the remaining gold
-    calls) on the test tasks' gold-path contexts.
+    calls) on the test tasks' gold-path contexts. A --model folder of either ranker works (cita-train
+    --ranker mlp|gbdt, read from its cim.json); a gbdt ranker's brier uses σ of an uncalibrated score.
 
     \b
     EXAMPLES
@@ -152,7 +153,7 @@ def main(
             metrics, rows = api.run_eval(
                 "cim", model, model.graph, model.embedder, train, test, run.seed, distractors, value_ctx, progress
             )
-            metrics = {**metrics, "model": folder, "sources": model.sidecar.get("sources")}
+            metrics = {**metrics, "model": folder, "sources": model.sidecar.get("sources"), "ranker": model.ranker}
             runs.append(metrics)
             tables.append(pd.DataFrame([{"run": folder, **r.__dict__} for r in rows]))
     if out_path:

@@ -43,9 +43,15 @@ DEMO = [
     default=None,
     help="Refuse a model trained with another embedder [default: the model's].",
 )
+@click.option(
+    "--ranker",
+    type=click.Choice(["mlp", "gbdt"]),
+    default=None,
+    help="Refuse a model trained with another --ranker [default: the one its cim.json records].",
+)
 @click.option("--skip-bad", is_flag=True, help="Skip malformed lines (counted) instead of failing.")
 @common_options("output", "force", "meta", "quiet", "verbose")
-def main(model_dir, input, top, combine_logprob, embedder, skip_bad, **_):
+def main(model_dir, input, top, combine_logprob, embedder, ranker, skip_bad, **_):
     """Rank candidate next calls by the CIM's comparative score (the 'comparative inference' step).
 
     INPUT is candidates JSONL: {context_id, instruction, tools, history: [{call, observation}],
@@ -53,7 +59,8 @@ def main(model_dir, input, top, combine_logprob, embedder, skip_bad, **_):
     [{name, arguments, score, p, unknown_tool}]} best first (p = σ(score), the estimated success
     probability); with --top 1 just {context_id, name, arguments, score, p}. Duplicate candidates are
     merged (canonical JSON); a tool not in the context's tool list is flagged and listed last; a context
-    with no candidates gets an 'error' field and the others go on.
+    with no candidates gets an 'error' field and the others go on. The scorer is the one cim.json
+    records (cita-train --ranker mlp|gbdt); for gbdt, p = σ(score) orders like score but is not calibrated.
 
     \b
     EXAMPLES
@@ -64,14 +71,14 @@ def main(model_dir, input, top, combine_logprob, embedder, skip_bad, **_):
     EXIT STATUS
       0  success
       1  failure while running
-      2  bad usage or bad input (malformed JSONL, a folder that is not a model, another embedder)
+      2  bad usage or bad input (malformed JSONL, a folder that is not a model, another embedder or ranker)
       130  interrupted
     """
     from methodkit.cli._cita_io import read_records, warner, write_jsonl
     from methodkit.tools.cita import api
 
     run = Run.from_context()
-    model = api.load_model(model_dir, embedder, warner(run))
+    model = api.load_model(model_dir, embedder, warner(run), ranker)
     records = read_records(run, input, "candidates", skip_bad)
     ranked = api.rank(model, records, combine_logprob)
     if top == 1:

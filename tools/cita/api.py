@@ -18,6 +18,8 @@ from methodkit.tools.cita.generators import Pools
 from methodkit.tools.cita.records import END_TURN, canonical
 
 MODEL_FILE, GRAPH_FILE = "cim.safetensors", "graph.npz"
+GBDT_FILE = "cim.lgb.txt"  # LightGBM's text format
+RANKERS = ("mlp", "gbdt")
 
 
 # ---------------------------------------------------------------- data
@@ -77,38 +79,70 @@ class Cim:
     graph: tg.ToolGraph
     embedder: Embedder
     sidecar: dict
+    ranker: str = "mlp"
 
     def scores(self, ctx_list: list) -> list[np.ndarray]:
         X, where = ft.featurize(ctx_list, self.graph, self.embedder)
-        f = cim.score(self.model, X) if len(X) else np.zeros(0)
+        if not len(X):
+            f = np.zeros(0)
+        elif self.ranker == "gbdt":
+            f = self.model.score(X)
+        else:
+            f = cim.score(self.model, X)
         out = [np.zeros(len(c["candidates"])) for c in ctx_list]
         for (c, k), v in zip(where, f):
             out[c][k] = v
         return out
 
 
-def model_spec(embedder: Embedder, n_features: int) -> dict:
+def model_spec(embedder: Embedder, n_features: int, ranker: str = "mlp") -> dict:
+    if ranker == "gbdt":
+        return {"kind": "cita-gbdt", **embedder.identity, "n_features": n_features}
     return {"kind": "cita-cim", **embedder.identity, "n_features": n_features, "hidden": 256}
 
 
 def save_model(folder, result: Cim, graph_side: dict, info: dict) -> None:
+    """The model file of the ranker (cim.safetensors or cim.lgb.txt), cim.json naming it, graph.npz."""
     from methodkit.core import checkpoint
+    from methodkit.core.io import atomic_write, jsonable
 
-    tensors = {f"model.{k}": v for k, v in result.model.state_dict().items()}
-    n_features = int(tensors["model.0.weight"].shape[1])
-    checkpoint.save(
-        Path(folder) / MODEL_FILE,
-        tensors,
-        config={"hidden": 256, "n_features": n_features},
-        spec=model_spec(result.embedder, n_features),
-        extra=info,
-    )
+    info = {**info, "ranker": result.ranker}
+    if result.ranker == "gbdt":
+        n_features = int(result.model.booster.num_feature())
+        spec = model_spec(result.embedder, n_features, "gbdt")
+        side = {
+            "config": {"n_features": n_features, "model_file": GBDT_FILE},
+            "spec": spec,
+            "spec_hash": checkpoint.spec_hash(spec),
+            "data_fingerprint": None,
+            "versions": {**checkpoint._versions(), "lightgbm": _lgb_version()},
+            **info,
+        }
+        with atomic_write(Path(folder) / GBDT_FILE, force=True) as handle:
+            handle.write(result.model.to_string().encode())
+        with atomic_write(Path(folder) / "cim.json", force=True) as handle:
+            handle.write((json.dumps(jsonable(side), indent=1, sort_keys=True) + "\n").encode())
+    else:
+        tensors = {f"model.{k}": v for k, v in result.model.state_dict().items()}
+        n_features = int(tensors["model.0.weight"].shape[1])
+        checkpoint.save(
+            Path(folder) / MODEL_FILE,
+            tensors,
+            config={"hidden": 256, "n_features": n_features},
+            spec=model_spec(result.embedder, n_features),
+            extra=info,
+        )
     save_graph(Path(folder) / GRAPH_FILE, result.graph, sidecar=graph_side)
 
 
-def load_model(folder, embedder_kind: str | None = None, warn=None) -> Cim:
-    import torch  # noqa: F401  (the checkpoint is torch tensors)
+def _lgb_version() -> str:
+    from importlib.metadata import version
 
+    return version("lightgbm")
+
+
+def load_model(folder, embedder_kind: str | None = None, warn=None, ranker: str | None = None) -> Cim:
+    """Load a cita-train folder, dispatching on the ranker its cim.json records (older folders: mlp)."""
     from methodkit.core import checkpoint
 
     folder = Path(folder)
@@ -116,6 +150,11 @@ def load_model(folder, embedder_kind: str | None = None, warn=None) -> Cim:
     if not side_path.is_file():
         raise DataError(f"{folder}: not a cita-train model folder (no cim.json)")
     side = json.loads(side_path.read_text())
+    recorded = side.get("ranker", "mlp")
+    if recorded not in RANKERS:
+        raise DataError(f"{side_path}: unknown ranker {recorded!r} (expected one of {', '.join(RANKERS)})")
+    if ranker is not None and ranker != recorded:
+        raise UsageError(f"{folder}: the model was trained with --ranker {recorded}, not {ranker}")
     kind = side.get("spec", {}).get("embedder", "hash")
     if embedder_kind is not None and embedder_kind != kind:
         raise UsageError(f"{folder}: the model was trained with --embedder {kind}, not {embedder_kind}")
@@ -123,12 +162,31 @@ def load_model(folder, embedder_kind: str | None = None, warn=None) -> Cim:
     if embedder.kind != kind:
         raise DataError(f"{folder}: the model needs the {kind} embedder, which is not available here")
     n_features = int(side["config"]["n_features"])
-    tensors, side = checkpoint.load(folder / MODEL_FILE, expected_spec=model_spec(embedder, n_features))
-    model = cim.make_model(n_features)
-    model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
-    model.eval()
+    if recorded == "gbdt":
+        from methodkit.tools.cita import gbdt
+
+        spec = model_spec(embedder, n_features, "gbdt")
+        if side.get("spec_hash") != checkpoint.spec_hash(spec):
+            raise DataError(f"{side_path}: its spec does not match a {n_features}-feature gbdt ranker")
+        if not (folder / GBDT_FILE).is_file():
+            raise DataError(f"{folder}: cim.json records ranker gbdt but {GBDT_FILE} is missing")
+        try:
+            model = gbdt.GbdtRanker.from_string((folder / GBDT_FILE).read_text())
+        except Exception as exc:  # LightGBM raises its own error type on a malformed file
+            raise DataError(f"{folder / GBDT_FILE}: not a LightGBM model ({exc})") from None
+        if model.booster.num_feature() != n_features:
+            raise DataError(f"{folder / GBDT_FILE}: {model.booster.num_feature()} features, cim.json says {n_features}")
+    else:
+        import torch  # noqa: F401  (the checkpoint is torch tensors)
+
+        if not (folder / MODEL_FILE).is_file():
+            raise DataError(f"{folder}: cim.json records ranker mlp but {MODEL_FILE} is missing")
+        tensors, side = checkpoint.load(folder / MODEL_FILE, expected_spec=model_spec(embedder, n_features))
+        model = cim.make_model(n_features)
+        model.load_state_dict({k[6:]: v for k, v in tensors.items() if k.startswith("model.")})
+        model.eval()
     graph, _ = load_graph(folder / GRAPH_FILE)
-    return Cim(model, graph, embedder, side)
+    return Cim(model, graph, embedder, side, recorded)
 
 
 # ---------------------------------------------------------------- training
