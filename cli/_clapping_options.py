@@ -89,10 +89,10 @@ run_options = option_group(
     ),
     click.option(
         "--fc-init",
-        type=click.Choice(["zero", "prev"]),
         default="zero",
         show_default=True,
-        help="clapping-fc: references at a round's start.",
+        metavar="zero|prev|mean|damp:G",
+        help="clapping-fc: references at a round's start (0, kept, the old mean row, G x the old).",
     ),
     click.option(
         "--backend",

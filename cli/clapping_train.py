@@ -28,8 +28,9 @@ def main():
     (m) and back-propagated gradients (h) with compressed deltas (error feedback on
     both directions), and stages update with momentum. Our reading of the variant
     names: clapping-fu = first step of a round uncompressed, clapping-fc = fully
-    compressed (references reset to 0 at a round's start, or kept with --fc-init
-    prev). Baselines: none (exact), naive (C(a), C(g)), ef-step (residual carried to
+    compressed (references reset to 0 at a round's start; --fc-init prev keeps
+    them, damp:G scales them by G, mean sets every row to the old mean row; comm.csv
+    logs each message's tracking error |a - m| / |a|). Baselines: none (exact), naive (C(a), C(g)), ef-step (residual carried to
     the next batch), aqsgd (per-sample buffers, N x d memory).
 
     `run` trains P stages either as P local processes talking over gloo on

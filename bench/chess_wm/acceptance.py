@@ -39,7 +39,9 @@ def make_data(out: Path, args) -> dict[str, Path]:
     if not (paths["random"] / "manifest.json").exists():
         write_games(
             paths["random"],
-            engine.random_games(args.test_games, 3000, max_plies=args.max_plies),
+            engine.random_games(
+                args.test_games, 3000, max_plies=args.max_plies, min_fullmoves=min(10, args.max_plies // 2)
+            ),
             source="random",
             ep="potential",
             max_plies=args.max_plies,

@@ -90,6 +90,7 @@ def stage_tensors(worker) -> dict:
             _compressor_state(end.bwd, key + "bwd.", out)
     comm = [(c[0], c[1], TAGS[c[2]], c[3], c[4], c[5]) for c in worker.comm]
     out["log.comm"] = torch.tensor(comm, dtype=torch.int64).reshape(-1, 6)
+    out["log.track_err"] = torch.tensor([c[6] for c in worker.comm], dtype=torch.float64)
     out["log.losses"] = torch.tensor(worker.losses, dtype=torch.float64)
     out["rng.torch"] = torch.get_rng_state()
     return out
@@ -119,8 +120,10 @@ def restore_stage(worker, tensors: dict) -> None:
             _restore_compressor(end.fwd, key + "fwd.", tensors)
             _restore_compressor(end.bwd, key + "bwd.", tensors)
     tags = {v: k for k, v in TAGS.items()}
+    rows = tensors["log.comm"].tolist()
+    errors = tensors["log.track_err"].tolist() if "log.track_err" in tensors else [float("nan")] * len(rows)
     worker.comm = [
-        (int(c[0]), int(c[1]), tags[int(c[2])], int(c[3]), int(c[4]), int(c[5])) for c in tensors["log.comm"].tolist()
+        (int(c[0]), int(c[1]), tags[int(c[2])], int(c[3]), int(c[4]), int(c[5]), float(e)) for c, e in zip(rows, errors)
     ]
     worker.losses = [float(v) for v in tensors["log.losses"].tolist()]
     torch.set_rng_state(tensors["rng.torch"])

@@ -70,11 +70,29 @@ class RunConfig:
             raise UsageError(f"--warmup and --clip must be >= 0, got {self.warmup} and {self.clip}")
         if not 0 <= self.beta < 1:
             raise UsageError(f"--beta must be in [0, 1), got {self.beta}")
-        if self.aqsgd_warm not in ("full", "compressed") or self.fc_init not in ("zero", "prev"):
-            raise UsageError("--aqsgd-warm is full|compressed and --fc-init is zero|prev")
+        if self.aqsgd_warm not in ("full", "compressed"):
+            raise UsageError(f"--aqsgd-warm is full|compressed, got {self.aqsgd_warm!r}")
+        check_fc_init(self.fc_init)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+FC_INITS = "zero|prev|mean|damp:G"
+
+
+def check_fc_init(value: str) -> str:
+    """--fc-init: zero, prev, mean or damp:G with 0 < G < 1 (links.LinkEnd._round_start)."""
+    if value in ("zero", "prev", "mean"):
+        return value
+    if value.startswith("damp:"):
+        try:
+            gamma = float(value[5:])
+        except ValueError:
+            gamma = float("nan")
+        if 0 < gamma < 1:
+            return value
+    raise UsageError(f"--fc-init must be {FC_INITS} (0 < G < 1), got {value!r}")
 
 
 def check_settings(cfg: RunConfig, link_width: int) -> None:

@@ -12,7 +12,12 @@ Algorithms:
   ef-step      error feedback with the residual carried to the next step's (other) batch
   aqsgd        per-sample activation buffers M[i] (N x d): send C(a_i - M[i]); gradients C(g)
   clapping-fu  batch-sized buffers m, h tracked by compressed deltas; first step of a round exact
-  clapping-fc  the same, fully compressed: buffers reset to 0 (or kept) at a round's start
+  clapping-fc  the same, fully compressed; at a round's start (a new batch) the references become
+               `--fc-init`: zero (0), prev (kept), damp:G (G x the previous round's), mean (the previous
+               round's mean row, broadcast: the sample-independent part of the old reference)
+
+Every send records `last_error` = ||x - x_hat|| / ||x||, x_hat being what the receiver computes on
+(the tracking error |a - m| / |a| for Clapping; 0 for exact messages); comm.csv carries it.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ class LinkEnd:
         self.e_bwd: np.ndarray | None = None
         self.memory: np.ndarray | None = None  # aqsgd per-sample buffers
         self.seen: np.ndarray | None = None
+        self.last_error = 0.0  # relative error of the last message sent (see the module doc)
         if algo == "aqsgd":
             self.memory = self.xp.zeros((n_samples, d), dtype=np.float32)
             self.seen = np.zeros(n_samples, dtype=bool)
@@ -74,17 +80,26 @@ class LinkEnd:
         """Sender side: the payload for activations `a` (rows = the samples `ids`)."""
         a = self.xp.ascontiguousarray(a, dtype=np.float32)
         algo = self.algo
-        if algo in ("none", "naive"):
-            return (self.exact if algo == "none" else self.fwd).encode(a)
+        if algo == "none":
+            self.last_error = 0.0
+            return self.exact.encode(a)
+        if algo == "naive":
+            payload = self.fwd.encode(a)
+            self._record(a, self.fwd.decode(payload))
+            return payload
         if algo == "ef-step":
             if self.e_fwd is None or self.e_fwd.shape != a.shape:
                 self.e_fwd = self.xp.zeros_like(a)
             target = a + self.e_fwd
             payload = self.fwd.encode(target)
-            self.e_fwd = target - self.fwd.decode(payload)
+            decoded = self.fwd.decode(payload)
+            self.e_fwd = target - decoded
+            self._record(a, decoded)
             return payload
         if algo == "aqsgd":
-            return self._aqsgd_payload(a, ids)
+            payload = self._aqsgd_payload(a, ids)
+            self._record(a, self.memory[self.ops.to_device(ids)])
+            return payload
         return self._tracked_payload(a, step_in_round, "m", self.fwd)
 
     def receive_activation(self, payload: dict, step_in_round: int, ids: np.ndarray) -> np.ndarray:
@@ -104,15 +119,20 @@ class LinkEnd:
         g = self.xp.ascontiguousarray(g, dtype=np.float32)
         algo = self.algo
         if algo == "none":
+            self.last_error = 0.0
             return self.exact.encode(g)
         if algo in ("naive", "aqsgd"):
-            return self.bwd.encode(g)
+            payload = self.bwd.encode(g)
+            self._record(g, self.bwd.decode(payload))
+            return payload
         if algo == "ef-step":
             if self.e_bwd is None or self.e_bwd.shape != g.shape:
                 self.e_bwd = self.xp.zeros_like(g)
             target = g + self.e_bwd
             payload = self.bwd.encode(target)
-            self.e_bwd = target - self.bwd.decode(payload)
+            decoded = self.bwd.decode(payload)
+            self.e_bwd = target - decoded
+            self._record(g, decoded)
             return payload
         return self._tracked_payload(g, step_in_round, "h", self.bwd)
 
@@ -124,20 +144,40 @@ class LinkEnd:
             return self.bwd.decode(payload)
         return self._tracked_apply(payload, step_in_round, "h", self.bwd).copy()
 
+    def _record(self, x, x_hat) -> None:
+        """last_error = ||x - x_hat|| / ||x|| (0 when x is 0)."""
+        xp = self.xp
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is stopped by its finite check
+            norm = float(xp.linalg.norm(x))
+            self.last_error = 0.0 if norm == 0 else float(xp.linalg.norm(x - x_hat)) / norm
+
     # ------------------------------------------------------------ Clapping's tracked references
     def _round_start(self, name: str, shape) -> None:
         buffer = getattr(self, name)
-        if self.algo == "clapping-fc" and self.fc_init == "prev" and buffer is not None and buffer.shape == shape:
-            return
-        setattr(self, name, self.xp.zeros(shape, dtype=np.float32))
+        init = self.fc_init if self.algo == "clapping-fc" else "zero"
+        if init == "zero" or buffer is None:
+            setattr(self, name, self.xp.zeros(shape, dtype=np.float32))
+        elif init == "mean":  # rows are other samples now: keep only what does not depend on the sample
+            setattr(self, name, self.xp.broadcast_to(buffer.mean(axis=0, dtype=np.float32), shape).copy())
+        elif buffer.shape != shape:
+            setattr(self, name, self.xp.zeros(shape, dtype=np.float32))
+        elif init.startswith("damp:"):
+            buffer *= np.float32(float(init[5:]))
+        # prev: kept as it is
 
     def _tracked_payload(self, x: np.ndarray, step_in_round: int, name: str, compressor) -> dict:
         if step_in_round == 0 or getattr(self, name) is None or getattr(self, name).shape != x.shape:
             if self.algo == "clapping-fu":  # FU: the first step of a round is sent exactly
                 setattr(self, name, x.copy())
+                self.last_error = 0.0
                 return self.exact.encode(x)
             self._round_start(name, x.shape)
-        return compressor.delta_update(x, getattr(self, name))
+        payload = compressor.delta_update(x, getattr(self, name))
+        if "x" in payload:  # the identity compressor: exact
+            self.last_error = 0.0
+        else:
+            self._record(x, getattr(self, name))
+        return payload
 
     def _tracked_apply(self, payload: dict, step_in_round: int, name: str, compressor) -> np.ndarray:
         if "x" in payload:  # an exact message (FU's round start, or the identity compressor) is the new value

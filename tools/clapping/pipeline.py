@@ -103,14 +103,14 @@ class StageWorker:
             dampening=dampening,
             nesterov=cfg.nesterov and cfg.beta > 0,
         )
-        self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes, wire_bytes)
+        self.comm: list[tuple] = []  # (step, link, direction, bytes, exact_bytes, wire_bytes, track_err)
         self.deltas: list[tuple] = []  # (step, link, direction, contraction)
         self.losses: list[float] = []  # training loss of each step (last stage only)
 
-    def _send(self, payload: dict, dst: int, tag: str, step: int, link: int, exact_bytes: int) -> None:
+    def _send(self, payload: dict, dst: int, tag: str, step: int, link: int, exact_bytes: int, error: float) -> None:
         from methodkit.tools.clapping.distributed import wire_bytes
 
-        self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes, wire_bytes(payload)))
+        self.comm.append((step, link, tag, payload_bytes(payload), exact_bytes, wire_bytes(payload), error))
         self.transport.send(payload, self.rank, dst, tag)
 
     def _check_finite(self, x: np.ndarray, what: str, t: int) -> None:
@@ -156,7 +156,7 @@ class StageWorker:
                 flat = self.ops.from_torch(out.reshape(out.shape[0], -1))
                 self._check_finite(flat, "activations", t)
                 payload = self.lower[j].send_activation(flat, s, mb)
-                self._send(payload, self.rank + 1, "fwd", t, self.rank, flat.size * 4)
+                self._send(payload, self.rank + 1, "fwd", t, self.rank, flat.size * 4, self.lower[j].last_error)
                 saved.append((x, out))
         return {"t": t, "s": s, "saved": saved, "loss": total_loss}
 
@@ -173,7 +173,8 @@ class StageWorker:
             if self.rank > 0:
                 g = self.ops.from_torch(x.grad.reshape(x.shape[0], -1))
                 self._check_finite(g, "gradients", t)
-                self._send(self.upper[j].send_gradient(g, s), self.rank - 1, "bwd", t, self.rank - 1, g.size * 4)
+                payload = self.upper[j].send_gradient(g, s)
+                self._send(payload, self.rank - 1, "bwd", t, self.rank - 1, g.size * 4, self.upper[j].last_error)
 
     def update(self, state: dict, grad_norm: float | None = None) -> float | None:
         """Momentum step on this stage's parameters; the last stage returns the step's training loss.
@@ -292,7 +293,15 @@ def summarize(cfg, modules, data, widths, losses, comm, buffers, seconds, resume
         resumed_from=int(resumed_from),
         log=log,
         comm=[
-            {"step": c[0] + 1, "link": c[1], "direction": c[2], "bytes": c[3], "exact_bytes": c[4], "wire_bytes": c[5]}
+            {
+                "step": c[0] + 1,
+                "link": c[1],
+                "direction": c[2],
+                "bytes": c[3],
+                "exact_bytes": c[4],
+                "wire_bytes": c[5],
+                "track_err": c[6],
+            }
             for c in comm
         ],
     )
