@@ -141,3 +141,55 @@ analyze_options = option_group(
         help="Also write the per-subject table (GLM and RT coefficients) here.",
     ),
 )
+
+
+# the learner every model shares (grid, Kalman start, fixed-share, carry-over): cbf-sim agents and cbf-fit
+learner_options = option_group(
+    click.option(
+        "--k",
+        "k",
+        type=click.IntRange(1, 101),
+        default=15,
+        show_default=True,
+        help="CBF grid nodes per dimension.",
+    ),
+    click.option(
+        "--v-range",
+        default="0.5,200",
+        show_default=True,
+        metavar="L,U",
+        help="Volatility variance range of the grid.",
+    ),
+    click.option(
+        "--s-range",
+        default="0.5,400",
+        show_default=True,
+        metavar="L,U",
+        help="Stochasticity variance range of the grid.",
+    ),
+    click.option(
+        "--m0",
+        type=FiniteFloatRange(),
+        default=60.0,
+        show_default=True,
+        help="Initial Kalman mean (task midpoint).",
+    ),
+    click.option(
+        "--w0", type=FiniteFloatRange(min=0), default=10.0, show_default=True, help="Initial Kalman variance."
+    ),
+    click.option(
+        "--switch",
+        type=FiniteFloatRange(0, 1, max_open=True),
+        default=0.0,
+        show_default=True,
+        help="Fixed-share rate: pi <- (1-e) pi + e pi0 each trial (an extension; off by default).",
+    ),
+    click.option("--carry-over", is_flag=True, help="Keep the grid weights across blocks (Kalman states still reset)."),
+    click.option(
+        "--particles",
+        type=click.IntRange(min=10),
+        default=1000,
+        show_default=True,
+        help="Particles of pf-beta / pf-hpl.",
+    ),
+)

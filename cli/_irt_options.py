@@ -160,3 +160,45 @@ bench_options = option_group(
         help="Benchmark only these (repeatable).",
     ),
 )
+
+
+CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
+
+# irt-sim draw's generating settings
+draw_options = option_group(
+    click.option(
+        "--model", type=click.Choice(["1pl", "2pl", "3pl"]), default="2pl", show_default=True, help="Generating model."
+    ),
+    click.option("--profile", default="mmlu", show_default=True, help="Item profile (see 'irt-sim profiles')."),
+    click.option("--capability", default="normal", show_default=True, help=CAPABILITY_HELP),
+    click.option(
+        "-N", "--n-models", type=click.IntRange(min=1), default=100, show_default=True, help="Number of models."
+    ),
+    click.option(
+        "-J", "--n-items", type=click.IntRange(min=1), default=None, help="Number of items [default: the profile's]."
+    ),
+    click.option(
+        "--missing",
+        type=FiniteFloatRange(0, 1, max_open=True),
+        default=0.0,
+        show_default=True,
+        help="MCAR missing fraction.",
+    ),
+    click.option(
+        "--skew", type=FiniteFloatRange(), default=-4.0, show_default=True, help="Skew-normal alpha of 'skewed'."
+    ),
+    click.option(
+        "--groups", type=click.IntRange(min=1), default=6, show_default=True, help="Model families of 'clustered'."
+    ),
+    click.option("--modes", type=click.IntRange(min=1), default=2, show_default=True, help="Modes of 'multimodal'."),
+    click.option(
+        "--items",
+        "items_file",
+        metavar="FILE",
+        default=None,
+        help="Bootstrap a, b, c from this CSV (irt-fit items.csv).",
+    ),
+    click.option(
+        "--profiles", "profiles_file", metavar="FILE", default=None, help="Profiles TOML replacing the built-in one."
+    ),
+)

@@ -3,9 +3,9 @@ trial-wise signals, and run the learning-rate, phenotype and response-time analy
 
 from __future__ import annotations
 
-from methodkit.cli._cbf_options import analyze_options, data_options, fit_options, signals_options
+from methodkit.cli._cbf_options import analyze_options, data_options, fit_options, learner_options, signals_options
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group
-from methodkit.cli.cbf_sim import _pair, learner_options, learner_settings
+from methodkit.tools.cbf.commands import learner_settings, parse_pair
 
 FIT_COMMON = ("in_format", "output", "format", "force", "seed", "threads", "device", "meta", "quiet", "verbose")
 # The filters' results do not depend on the thread count (tools/cbf/threads.py), so the default may follow
@@ -32,7 +32,7 @@ def read_cohort(run: Run, path: str, importer: str, clip: str):
         raw = run.input_bytes(path)
         return data.import_stovol_mat(raw.data, raw.name)
     prog = run.tool.split()[0]
-    return data.from_frame(run.read_table(path), clip=_pair(clip, "--clip"), warn=lambda m: warn(prog, m))
+    return data.from_frame(run.read_table(path), clip=parse_pair(clip, "--clip"), warn=lambda m: warn(prog, m))
 
 
 @tool_group(name="cbf-fit")
@@ -128,14 +128,14 @@ def fit(
     run.threads(default="idle")
     grid, fopts = learner_settings(params)
     cohort = read_cohort(run, input, importer, clip)
-    clipped = clip_warning(cohort, _pair(clip, "--clip"), censor)
+    clipped = clip_warning(cohort, parse_pair(clip, "--clip"), censor)
     if clipped:
         warn(run.tool.split()[0], clipped)
     opts = fitmod.FitOptions(
         model=model,
         grid=grid,
         filter=fopts,
-        response=ResponseModel(_pair(clip, "--clip"), censor, lapse),
+        response=ResponseModel(parse_pair(clip, "--clip"), censor, lapse),
         objective=objective,
         restarts=restarts,
         screen=screen,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from methodkit.cli._cbf_options import learner_options
 from methodkit.cli._common import (
     DemoStep,
     FiniteFloatRange,
@@ -22,90 +23,6 @@ DEMO = [
         "trials simulated",
     ),
 ]
-
-
-def _pair(text: str, flag: str) -> tuple[float, float]:
-    from methodkit.core.errors import UsageError
-
-    try:
-        lo, hi = (float(x) for x in text.split(","))
-    except ValueError:
-        raise UsageError(f"{flag} must be LO,HI (two numbers), got {text!r}") from None
-    if not lo < hi:
-        raise UsageError(f"{flag} must have LO < HI, got {text!r}")
-    return lo, hi
-
-
-def learner_options(f):
-    """Options of the learner every model shares (grid, Kalman start, fixed-share, carry-over)."""
-    for option in reversed(
-        [
-            click.option(
-                "--k",
-                "k",
-                type=click.IntRange(1, 101),
-                default=15,
-                show_default=True,
-                help="CBF grid nodes per dimension.",
-            ),
-            click.option(
-                "--v-range",
-                default="0.5,200",
-                show_default=True,
-                metavar="L,U",
-                help="Volatility variance range of the grid.",
-            ),
-            click.option(
-                "--s-range",
-                default="0.5,400",
-                show_default=True,
-                metavar="L,U",
-                help="Stochasticity variance range of the grid.",
-            ),
-            click.option(
-                "--m0",
-                type=FiniteFloatRange(),
-                default=60.0,
-                show_default=True,
-                help="Initial Kalman mean (task midpoint).",
-            ),
-            click.option(
-                "--w0", type=FiniteFloatRange(min=0), default=10.0, show_default=True, help="Initial Kalman variance."
-            ),
-            click.option(
-                "--switch",
-                type=FiniteFloatRange(0, 1, max_open=True),
-                default=0.0,
-                show_default=True,
-                help="Fixed-share rate: pi <- (1-e) pi + e pi0 each trial (an extension; off by default).",
-            ),
-            click.option(
-                "--carry-over", is_flag=True, help="Keep the grid weights across blocks (Kalman states still reset)."
-            ),
-            click.option(
-                "--particles",
-                type=click.IntRange(min=10),
-                default=1000,
-                show_default=True,
-                help="Particles of pf-beta / pf-hpl.",
-            ),
-        ]
-    ):
-        f = option(f)
-    return f
-
-
-def learner_settings(params: dict):
-    from methodkit.tools.cbf.forward import FilterOptions
-    from methodkit.tools.cbf.grid import GridSpec
-
-    grid = GridSpec(params["k"], _pair(params["v_range"], "--v-range"), _pair(params["s_range"], "--s-range"))
-    if grid.v_range[0] <= 0 or grid.s_range[0] <= 0:
-        from methodkit.core.errors import UsageError
-
-        raise UsageError("--v-range and --s-range must be positive variances")
-    fopts = FilterOptions(params["m0"], params["w0"], params["switch"], params["carry_over"])
-    return grid, fopts
 
 
 @tool_group(name="cbf-sim")
@@ -153,11 +70,12 @@ def task(design, trials, start, within, **_):
     """Write the outcome sequences of a design (one block per condition) as a long table."""
     from methodkit.core.memory import guard_memory
     from methodkit.tools.cbf import data
+    from methodkit.tools.cbf.commands import parse_pair
 
     rows = data.task_rows(design, trials)
     guard_memory(rows * data.TASK_BYTES_PER_ROW, f"a task table of {rows:,} rows", "--trials")
     run = Run.from_context()
-    bounds = None if within.strip().lower() == "none" else _pair(within, "--within")
+    bounds = None if within.strip().lower() == "none" else parse_pair(within, "--within")
     task = data.simulate_task(design, trials=trials, start=start, seed=run.seed, within=bounds)
     run.emit_table(data.task_frame(task))
 
@@ -220,12 +138,13 @@ def agents(input, agent, params_path, population, sigma_r, clip, step, rt_formul
     from methodkit.core import io
     from methodkit.tools.cbf import agents as agentsmod
     from methodkit.tools.cbf import data
+    from methodkit.tools.cbf.commands import learner_settings, parse_pair
 
     run = Run.from_context()
     run.threads()
     grid, fopts = learner_settings(params)
     rt = agentsmod.parse_rt(rt_formula)
-    clip_pair = _pair(clip, "--clip")
+    clip_pair = parse_pair(clip, "--clip")
     if params_path:
         table = run.read_table(params_path)
         if "sigma_r" not in table.columns:

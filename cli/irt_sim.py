@@ -6,7 +6,6 @@ import click
 
 from methodkit.cli._common import (
     DemoStep,
-    FiniteFloatRange,
     OutputPath,
     Run,
     common_options,
@@ -14,8 +13,7 @@ from methodkit.cli._common import (
     tool_group,
     warn,
 )
-
-CAPABILITY_HELP = "normal, skewed, clustered, multimodal or empirical:FILE.csv (a 'theta' column)."
+from methodkit.cli._irt_options import draw_options
 
 DEMO = [
     DemoStep(
@@ -68,33 +66,7 @@ def main():
 
 
 @main.command("draw")
-@click.option(
-    "--model", type=click.Choice(["1pl", "2pl", "3pl"]), default="2pl", show_default=True, help="Generating model."
-)
-@click.option("--profile", default="mmlu", show_default=True, help="Item profile (see 'irt-sim profiles').")
-@click.option("--capability", default="normal", show_default=True, help=CAPABILITY_HELP)
-@click.option("-N", "--n-models", type=click.IntRange(min=1), default=100, show_default=True, help="Number of models.")
-@click.option(
-    "-J", "--n-items", type=click.IntRange(min=1), default=None, help="Number of items [default: the profile's]."
-)
-@click.option(
-    "--missing",
-    type=FiniteFloatRange(0, 1, max_open=True),
-    default=0.0,
-    show_default=True,
-    help="MCAR missing fraction.",
-)
-@click.option("--skew", type=FiniteFloatRange(), default=-4.0, show_default=True, help="Skew-normal alpha of 'skewed'.")
-@click.option(
-    "--groups", type=click.IntRange(min=1), default=6, show_default=True, help="Model families of 'clustered'."
-)
-@click.option("--modes", type=click.IntRange(min=1), default=2, show_default=True, help="Modes of 'multimodal'.")
-@click.option(
-    "--items", "items_file", metavar="FILE", default=None, help="Bootstrap a, b, c from this CSV (irt-fit items.csv)."
-)
-@click.option(
-    "--profiles", "profiles_file", metavar="FILE", default=None, help="Profiles TOML replacing the built-in one."
-)
+@draw_options
 @common_options("output", "seed", "meta", "force", "quiet", "verbose", formats=("npz", "csv", "parquet", "jsonl"))
 @click.option(
     "--format",
@@ -111,6 +83,7 @@ def draw_cmd(
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
+    from methodkit.tools.irt.commands import long_table
     from methodkit.tools.irt.simulate import DrawSpec, draw
 
     run = Run.from_context()
@@ -125,14 +98,7 @@ def draw_cmd(
         run.write_meta()
         io.write_arrays(run.output, data.to_arrays(), force=run.force)
     else:
-        import numpy as np
-        import pandas as pd
-
-        rows, cols = np.nonzero(data.Y != 255)
-        frame = pd.DataFrame(
-            {"model_id": data.model_id[rows], "item_id": data.item_id[cols], "correct": data.Y[rows, cols]}
-        )
-        run.emit_table(frame, fmt=kind)
+        run.emit_table(long_table(data), fmt=kind)
 
 
 @main.command("profiles")
@@ -152,6 +118,7 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
     """List the built-in benchmark item profiles (or export them as TOML)."""
     from methodkit.core import io
     from methodkit.tools.irt import profiles
+    from methodkit.tools.irt.commands import profile_rows
 
     run = Run.from_context()
     text = None
@@ -161,25 +128,7 @@ def profiles_cmd(as_toml, profiles_file, model, **_):
         with io.atomic_write(run.output, force=run.force) as handle:
             handle.write((text or profiles.DEFAULT_TOML).encode())
         return
-    import numpy as np
-    import pandas as pd
-
-    rows = []
-    for key, p in profiles.load(text, profiles_file or "built-in profiles").items():
-        rows.append(
-            {
-                "profile": key,
-                "benchmark": p.name,
-                "n_items": p.n_items,
-                "format": p.format,
-                "c_mean": p.c_mean,
-                "target_accuracy": p.target_accuracy,
-                "a_mean": float(np.exp(p.log_a_mean + p.log_a_sd**2 / 2)),
-                "b_mean": profiles.solve_mu_b(p, model),
-                "b_sd": p.b_sd,
-            }
-        )
-    run.emit_table(pd.DataFrame(rows))
+    run.emit_table(profile_rows(text, profiles_file or "built-in profiles", model))
 
 
 @main.command("sweep")
@@ -244,6 +193,7 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
     from methodkit.core.errors import UsageError
     from methodkit.core.outputs import check_output, is_special
     from methodkit.tools.irt import report, sweep
+    from methodkit.tools.irt.commands import sweep_plan
 
     out = run.output  # a resumable results file: --resume appends to it, --dry-run only reads it
     if out != "-" and not is_special(out):
@@ -259,17 +209,8 @@ def sweep_cmd(grid, dry_run, resume, scheduler, report_path, table_path, **_):
         have = sweep.done_keys(out)
     pending = [t for t in todo if t.key not in have]
     if dry_run:
-        run.emit_result(
-            {
-                "tasks": len(todo),
-                "cells": len(spec.cells),
-                "reps": spec.reps,
-                "estimators": list(spec.estimators),
-                "pending": len(pending),
-                "estimated_seconds": round(sweep.estimate_seconds(spec, pending), 1),
-            },
-            output="-",  # -o names the results file; the plan goes to stdout
-        )
+        # -o names the results file; the plan goes to stdout
+        run.emit_result(sweep_plan(spec, todo, pending), output="-")
         return
     run.refuse_existing_output(report_path, table_path)
     rows = []
