@@ -119,6 +119,15 @@ class ChatServer:
                     server.arrivals.append(time.monotonic())
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.bodies.append(json.loads(raw) if raw else {})
+                answered = False
+
+                def leave():  # the request stops counting as in flight once its reply is about to be sent
+                    nonlocal answered
+                    if not answered:
+                        answered = True
+                        with server.lock:
+                            server.in_flight -= 1
+
                 try:
                     if self.path.rstrip("/") != "/v1/chat/completions":
                         step = status(404, message=f"no route {self.path}")
@@ -131,12 +140,14 @@ class ChatServer:
                         self.send_header(key, value)
                     self.send_header("Content-Length", str(len(step.body)))
                     self.end_headers()
+                    # before the body: once the client has it, its next request may arrive before this
+                    # thread runs again, and would otherwise be counted beside this finished one
+                    leave()
                     self.wfile.write(step.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client timed out and left
                 finally:
-                    with server.lock:
-                        server.in_flight -= 1
+                    leave()
 
         return Handler
 
