@@ -527,13 +527,19 @@ class Run:
         output = self.output if output is None else output
         fmt = self.fmt if fmt is None else fmt
         kind = io.format_from_path(output, fmt, "csv")
-        if output == "-" and kind in io.BINARY_FORMATS and sys.stdout.isatty():
-            raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE or pipe the output")
+        if kind in io.BINARY_FORMATS:
+            self.refuse_binary_terminal(kind, output)
         if self._human_stdout(output, fmt):
             _print_frame(frame)
         else:
             io.write_table(frame, output, kind, force=self.force)
         self.write_meta()
+
+    def refuse_binary_terminal(self, kind: str, output: str | None = None) -> None:
+        """Binary bytes on a terminal garble it and help no one: refuse before any work is done."""
+        output = self.output if output is None else output
+        if output == "-" and sys.stdout.isatty():
+            raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE or pipe the output")
 
     def meta_record(self) -> dict:
         from importlib.metadata import version

@@ -126,3 +126,34 @@ zoo_options = option_group(
     click.option("--t", "t_values", default="0,0.05,0.2,1", show_default=True, help="Misalignment levels t."),
     common_options("output", "format", "threads", "force", "meta", "quiet", "verbose", output_kind="folder"),
 )
+
+
+def write_npz(run, arrays: dict) -> None:
+    """Write a verb's NPZ result to -o; stdout is refused (binary)."""
+    from methodkit.core import io
+
+    if run.output == "-":
+        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz")
+    io.write_arrays(run.output, arrays, force=run.force)
+
+
+def encode_inputs(run, input: str, dataset: str | None, key_path: str | None, png_dir: str | None) -> tuple:
+    """(images path or None, key) of encode, checked in the order users read them: a missing INPUT first,
+    then the flags, then the key; the images themselves are read after."""
+    from pathlib import Path
+
+    from methodkit.core import io
+    from methodkit.tools.nte import commands
+
+    images = None if input == "-" and dataset else input
+    if images and images != "-" and not Path(images).exists():
+        io.require_input(images)
+    if not key_path:
+        raise click.UsageError("Missing option '--key' (a key file from 'nte-encode key')")
+    if run.output == "-" and not png_dir:
+        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz (or --png DIR)")
+    key = commands.load_key(run.input_bytes, key_path)
+    if png_dir and key.geometry["stride"] < key.geometry["kernel"]:
+        raise click.UsageError("--png: an overlapping stem releases a patch tensor, not an image; its fold-averaged "
+                               "view is lossy and not decodable (write the NPZ with -o)")  # fmt: skip
+    return images, key

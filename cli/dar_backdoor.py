@@ -5,6 +5,7 @@ from __future__ import annotations
 from methodkit.cli import _dar_options as opts
 from methodkit.cli._common import Run, input_argument, tool_group, warn
 from methodkit.cli._dar_options import DEMO  # noqa: F401  (make demo reads cli modules' DEMO)
+from methodkit.tools.dar import commands  # cheap: its heavy imports are inside the functions
 
 
 @tool_group(name="dar-backdoor")
@@ -47,25 +48,12 @@ def main():
     """
 
 
-
-def _require_images(path: str, dataset: str | None) -> None:
-    """Name a missing INPUT first, so the rules file can be checked before the images are read."""
-    if not dataset:
-        from methodkit.core import io
-
-        io.require_input(path)
-
-
 def _images(run: Run, path, dataset, split, limit, labels=None):
-    from methodkit.tools.dar.commands import images
-
-    return images(run.input_bytes, path, dataset, split, limit, run.seed, labels)
+    return commands.images(run.input_bytes, path, dataset, split, limit, run.seed, labels)
 
 
 def _rule(run: Run, path, index):
-    from methodkit.tools.dar.commands import read_rule
-
-    return read_rule(run.input_bytes, path, index)
+    return commands.read_rule(run.input_bytes, path, index)
 
 
 @main.command("discover")
@@ -110,14 +98,12 @@ def poison_cmd(input, dataset, split, limit, rules_path, rule_index, target, bud
     --random relabels the same count of random non-target images instead (seeded by --seed): the
     labels of the control model that `eval --control` subtracts.
     """
-    from methodkit.tools.dar.commands import relabel
-
     run = Run.from_context()
     run.refuse_existing_output()
-    _require_images(input, dataset)
+    commands.require_images(input, dataset)
     rule = None if random_control else _rule(run, rules_path, rule_index)
     x, y, _ = _images(run, input, dataset, split, limit)
-    result = relabel(x, y, rule, target, budget, classes, run.seed, labels_out, manifest, force=run.force)
+    result = commands.relabel(x, y, rule, target, budget, classes, run.seed, labels_out, manifest, force=run.force)
     for message in result.warnings:
         warn(run.tool, message)
     run.emit_table(result.table())
@@ -134,24 +120,17 @@ def apply_cmd(input, dataset, split, limit, rules_path, rule_index, kappa, blend
     Prints nothing on stdout besides the NPZ (-o -); warns on stderr when fewer than 90% of the
     triggered images satisfy the rule after clipping and uint8 quantisation.
     """
-    import sys
-
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.dar.rules import apply, check_strength, satisfies
+    from methodkit.tools.dar.rules import check_strength
 
     run = Run.from_context()
     check_strength(kappa, blend)
-    if run.output == "-" and sys.stdout.isatty():
-        raise UsageError("refusing to write binary npz to a terminal; pass -o FILE or pipe the output")
-    _require_images(input, dataset)
+    run.refuse_binary_terminal("npz")
+    commands.require_images(input, dataset)
     rule = _rule(run, rules_path, rule_index)
     x, y, _ = _images(run, input, dataset, split, limit)
-    moved = apply(x, rule, kappa, blend)
-    ok = satisfies(moved, rule)
-    io.write_arrays(run.output, {"x": moved, "y": y, "satisfied": ok}, force=run.force)
-    if ok.mean() < 0.9:
-        warn(run.tool, f"trigger validity {float(ok.mean()):.3f} < 0.9 after clipping and uint8 quantisation")
+    validity = commands.write_triggered(x, y, rule, kappa, blend, run.output, force=run.force)
+    if validity < 0.9:
+        warn(run.tool, f"trigger validity {validity:.3f} < 0.9 after clipping and uint8 quantisation")
 
 
 @main.command("train")
@@ -174,7 +153,6 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
     """
     from methodkit.core.errors import UsageError
     from methodkit.tools.dar import victim
-    from methodkit.tools.dar.commands import classes_of, train_victim
 
     run = Run.from_context()
     x, y, _ = _images(run, input, dataset, split, limit, labels)
@@ -188,7 +166,7 @@ def train_cmd(input, dataset, split, limit, labels, teacher, arch, width, epochs
                               temperature=temperature, alpha=alpha, augment=augment, seed=run.seed,
                               device=run.params.get("device") or "auto", backbone=backbone)  # fmt: skip
     with run.progress() as cb:
-        summary = train_victim(x, y, cfg, classes_of(y, classes), teacher, run.output, progress=cb)
+        summary = commands.train_victim(x, y, cfg, commands.classes_of(y, classes), teacher, run.output, progress=cb)
     run.emit_result({"model": run.output, "arch": arch, "kd": teacher is not None, **summary}, output="-")
 
 
@@ -207,7 +185,6 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
     rule's carriers adds over random relabelling plus the same operator.
     """
     from methodkit.core.errors import CheckFailed, UsageError
-    from methodkit.tools.dar import commands
     from methodkit.tools.dar.evaluate import evaluate
     from methodkit.tools.dar.rules import check_strength
 
@@ -227,8 +204,7 @@ def eval_cmd(input, dataset, split, limit, model_path, rules_path, rule_index, t
 
 @main.command("run")
 @opts.run_options
-def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, window, scale, method, target, budget,
-            epochs, width, alpha, augment, margin, batch_size, support, kd_data, seeds, methods, defenses, **_):  # fmt: skip
+def run_cmd(dataset, limit, test_limit, kd_data, seeds, **_):
     """The whole comparison; one CSV row per (method, stage, seed).
 
     Stages: teacher (trained on the poisoned labels), student (clean KD from it), and with
@@ -248,26 +224,18 @@ def run_cmd(dataset, limit, test_limit, op, rank, components, kappa, operator, w
     # options are checked before the data and torch are loaded: a typo fails in a fraction of a second
     import pandas as pd
 
-    from methodkit.tools.dar import commands
-    from methodkit.tools.dar.rules import check_strength
 
     r = Run.from_context()
     r.threads()
-    alphas, chosen, chosen_defenses = commands.parse_run_lists(alpha, methods, defenses)
-    check_strength(kappa, 1.0)
-    commands.check_operator(operator, op, method)
+    alphas, methods, defenses, message = commands.check_run_options(r.params)
     r.refuse_existing_output()
-    message = commands.no_implant_warning(op, kappa, chosen, operator)
     if message:
         warn(r.tool, message)
     x, y, kd, xt, yt, classes = commands.run_data(dataset, limit, kd_data, test_limit)
     from methodkit.tools.dar.pipeline import run
 
-    cfg = commands.run_config(op=op, rank=rank, support=support, method=method, margin=margin, window=window,
-                              scale=scale, components=components, target=target, width=width, epochs=epochs,
-                              batch_size=batch_size, augment=augment, device=r.params.get("device") or "auto",
-                              alphas=alphas, budget=budget, n=len(x), seeds=tuple(range(r.seed, r.seed + seeds)),
-                              methods=chosen, defenses=chosen_defenses, kappa=kappa, operator=operator)  # fmt: skip
+    cfg = commands.run_config(r.params, alphas=alphas, n=len(x), seeds=tuple(range(r.seed, r.seed + seeds)),
+                              methods=methods, defenses=defenses)  # fmt: skip
     from methodkit.core.outputs import writes_beside
 
     partial = commands.PartialRows(r.output + ".partial.jsonl") if writes_beside(r.output) else None

@@ -79,17 +79,15 @@ def draw_cmd(
     model, profile, capability, n_models, n_items, missing, skew, groups, modes, items_file, profiles_file, **_
 ):
     """Draw one response matrix with its generating truth (NPZ, or a long CSV/Parquet table)."""
-    import sys
 
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
     from methodkit.tools.irt.commands import long_table
     from methodkit.tools.irt.simulate import DrawSpec, draw
 
     run = Run.from_context()
     kind = io.format_from_path(run.output, run.fmt, "npz")
-    if kind in io.BINARY_FORMATS and run.output == "-" and sys.stdout.isatty():
-        raise UsageError(f"refusing to write binary {kind} to a terminal; pass -o FILE.npz or pipe the output")
+    if kind in io.BINARY_FORMATS:
+        run.refuse_binary_terminal(kind)
     spec = DrawSpec(
         model, profile, capability, n_models, n_items, missing, skew, groups, modes, items_file, profiles_file
     )

@@ -123,14 +123,11 @@ def rollout_cmd(input, policy, backend, substeps, summary, **_):
 @common_options("output", "force", "threads", "meta", "quiet", "verbose")
 def scenes_cmd(input, **_):
     """Write the scenes of spec INPUT as one scene NPZ (states, recorded futures, expert index and trajectory)."""
-    import sys
 
-    from methodkit.core.errors import UsageError
     from methodkit.core.sim.highway import scenefile
 
     run = Run.from_context()
-    if run.output == "-" and sys.stdout.isatty():
-        raise UsageError("refusing to write binary npz to a terminal; pass -o FILE.npz or pipe the output")
+    run.refuse_binary_terminal("npz")
     run.refuse_existing_output()
     run.threads()
     spec, name = _spec(run, input)

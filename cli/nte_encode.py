@@ -7,6 +7,7 @@ import click
 from methodkit.cli import _nte_options as opts
 from methodkit.cli._common import Run, input_argument, tool_group
 from methodkit.cli._nte_options import DEMO  # noqa: F401  (make demo reads cli modules' DEMO)
+from methodkit.tools.nte import commands  # cheap: its heavy imports are inside the functions
 
 
 @tool_group(name="nte-encode")
@@ -52,14 +53,6 @@ def main():
     """
 
 
-def _write_npz(run: Run, arrays: dict) -> None:
-    from methodkit.core import io
-
-    if run.output == "-":
-        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz")
-    io.write_arrays(run.output, arrays, force=run.force)
-
-
 @main.command("key")
 @input_argument()
 @opts.key_options
@@ -75,7 +68,6 @@ def key_cmd(input, stem_weight, stride, padding, norm_mean, norm_std, tau, tau_a
     """
     from methodkit.cli._common import warn
     from methodkit.core import io
-    from methodkit.tools.nte import commands
 
     run = Run.from_context()
     if not stem_weight and input == "-":
@@ -113,24 +105,10 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
       nte-encode encode --dataset fashion-mnist:test --key key.npz --psnr 10 -o nte.npz
       nte-encode encode images.npz --key key.npz --psnr 20 --png nte-png -o nte.npz
     """
-    from pathlib import Path
-
-    from methodkit.core import io
-    from methodkit.tools.nte import commands
     from methodkit.tools.nte.encode import encode
 
     run = Run.from_context()
-    images = None if input == "-" and dataset else input
-    if images and images != "-" and not Path(images).exists():
-        io.require_input(images)  # a missing INPUT is named first; then the flags; then the images are read
-    if not key_path:
-        raise click.UsageError("Missing option '--key' (a key file from 'nte-encode key')")
-    if run.output == "-" and not png_dir:
-        raise click.UsageError("this verb writes a binary NPZ: pass -o FILE.npz (or --png DIR)")
-    key = commands.load_key(run.input_bytes, key_path)
-    if png_dir and key.geometry["stride"] < key.geometry["kernel"]:
-        raise click.UsageError("--png: an overlapping stem releases a patch tensor, not an image; its fold-averaged "
-                               "view is lossy and not decodable (write the NPZ with -o)")  # fmt: skip
+    images, key = opts.encode_inputs(run, input, dataset, key_path, png_dir)
     x, y = commands.load_images(run.input_bytes, images, dataset, limit, "INPUT")
     w_pixel = commands.certified_stem(model, key) if model else None
     run.threads()
@@ -140,7 +118,7 @@ def encode_cmd(input, key_path, psnr, noise, layout, dataset, limit, model, png_
     summary = {"output": run.output, "noise": noise, "layout": layout, "psnr_target": psnr, "seed": run.seed,
                **cipher.summary()}  # fmt: skip
     if run.output != "-":
-        _write_npz(run, commands.cipher_arrays(cipher, key, y))
+        opts.write_npz(run, commands.cipher_arrays(cipher, key, y))
     if png_dir:
         summary.update(commands.write_png_release(png_dir, x, y, cipher, key, noise, layout, psnr, run.seed, w_pixel,
                                                   force=run.force))  # fmt: skip
@@ -154,7 +132,6 @@ def eval_cmd(input, auth, unauth, clean_path, clean_dataset, limit, transform, f
     """Evaluate models on clean vs NTE images (INPUT: a ciphertext NPZ); one JSON line per (model, condition)."""
     from methodkit.core import io
     from methodkit.core.errors import CheckFailed
-    from methodkit.tools.nte import commands
 
     run = Run.from_context()
     cipher = commands.read_cipher(run.input_bytes, input, hashes=True)
@@ -189,7 +166,7 @@ def attack_cmd(input, method, public_path, public_dataset, public_limit, key_pat
     accuracy on the reconstructed ciphertexts (labels needed).
     """
     from methodkit.core.errors import UsageError
-    from methodkit.tools.nte import attacks, commands
+    from methodkit.tools.nte import attacks
 
     run = Run.from_context()
     read = run.input_bytes
@@ -218,7 +195,7 @@ def attack_cmd(input, method, public_path, public_dataset, public_limit, key_pat
             report["retrain"] = commands.retrain_report(
                 attacker, reconstruct, restored, x_train, y_train, cipher["y"], model_path=retrain_model,
                 epochs=epochs, seed=run.seed, progress=progress, save_to=retrained_out, method=method)  # fmt: skip
-    _write_npz(run, commands.reconstruction_arrays(restored, cipher))
+    opts.write_npz(run, commands.reconstruction_arrays(restored, cipher))
     run.emit_result({"output": run.output, **report}, output="-")
 
 
@@ -235,8 +212,6 @@ def spectrum_cmd(models, data_path, dataset, limit, psnr, layout, **_):
     """
     import pandas as pd
 
-    from methodkit.tools.nte import commands
-
     run = Run.from_context()
     if len(models) < 2:
         raise click.UsageError("give two or more models: the first is the authorized one")
@@ -251,7 +226,7 @@ def zoo_cmd(dataset, arch, seeds, train_size, test_size, epochs, misalign_from, 
     """Train the model zoo into the folder -o DIR; prints a CSV of clean accuracies."""
     import pandas as pd
 
-    from methodkit.tools.nte import commands, data
+    from methodkit.tools.nte import data
     from methodkit.tools.nte.zoo import build_zoo
 
     run = Run.from_context()

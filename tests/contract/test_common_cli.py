@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +128,30 @@ def test_meta_record_and_force(tool, tmp_path):
     assert proc.returncode == 2 and b"already exists; pass --force" in proc.stderr
     assert (tmp_path / "r.json").read_bytes() == before
     assert tool("d.csv", "-o", "r.json", "--force").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["dar-backdoor", "apply", "--dataset", "fashion-mnist", "--rules", "r.jsonl"],
+        ["irt-sim", "draw"],
+        ["methodkit-sim", "scenes", "spec.json"],
+    ],
+)
+def test_binary_output_to_a_terminal_is_refused(argv, tmp_path):
+    """A binary NPZ on a terminal garbles it: refused in one line, before any input is read."""
+    import os
+    import pty
+
+    exe = str(Path(sys.executable).parent / argv[0])
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([exe, *argv[1:]], stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                              cwd=tmp_path, timeout=120)  # fmt: skip
+    finally:
+        os.close(slave)
+        os.close(master)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2, lines
+    assert len(lines) == 1 and lines[0].startswith(f"{argv[0]}: error: refusing to write binary"), lines
+    assert "to a terminal" in lines[0]

@@ -44,6 +44,25 @@ def images(read, path: str, dataset: str | None, split: str, limit: int | None, 
     return x, y, name
 
 
+def require_images(path: str, dataset: str | None) -> None:
+    """Name a missing INPUT first, so the rules file can be checked before the images are read."""
+    if not dataset:
+        from methodkit.core import io
+
+        io.require_input(path)
+
+
+def write_triggered(x, y, rule, kappa: float, blend: float, output: str, *, force: bool) -> float:
+    """Write apply's NPZ (x moved by T_kappa, y, satisfied); returns the share that satisfies the rule."""
+    from methodkit.core import io
+    from methodkit.tools.dar.rules import apply, satisfies
+
+    moved = apply(x, rule, kappa, blend)
+    ok = satisfies(moved, rule)
+    io.write_arrays(output, {"x": moved, "y": y, "satisfied": ok}, force=force)
+    return float(ok.mean())
+
+
 def read_rule(read, path: str | None, index: int):
     """Rule number `index` (0-based) of a rules JSONL from discover."""
     from methodkit.core import io
@@ -109,21 +128,32 @@ def run_data(dataset: str, limit: int, kd_data: int, test_limit: int | None) -> 
     return x, y, kd, xt, yt, int(max(y.max(), yt.max())) + 1
 
 
-def run_config(*, op, rank, support, method, margin, window, scale, components, target, width, epochs, batch_size,
-               augment, device, alphas, budget, n, seeds, methods, defenses, kappa, operator):  # fmt: skip
-    """The RunConfig of run's flags: a cnn-s teacher and a cnn-xs student of the same width and epochs."""
+def check_run_options(params: dict) -> tuple:
+    """(alphas, methods, defenses, warning or None) of run's flags, checked before any data is read."""
+    from methodkit.tools.dar.rules import check_strength
+
+    alphas, methods, defenses = parse_run_lists(params["alpha"], params["methods"], params["defenses"])
+    check_strength(params["kappa"], 1.0)
+    check_operator(params["operator"], params["op"], params["method"])
+    return alphas, methods, defenses, no_implant_warning(params["op"], params["kappa"], methods, params["operator"])
+
+
+def run_config(params: dict, *, alphas, n, seeds, methods, defenses):
+    """The RunConfig of run's flags (`params`): a cnn-s teacher and a cnn-xs student of the same width and epochs."""
     from methodkit.tools.dar.discover import DiscoverConfig
     from methodkit.tools.dar.pipeline import RunConfig
     from methodkit.tools.dar.poison import resolve_budget
     from methodkit.tools.dar.victim import VictimConfig
 
-    cfg = RunConfig(DiscoverConfig(op=op, target=target, rank=rank, s_lo=support[0], s_hi=support[1], method=method,
-                                   margin=margin, window=window, scale=scale, components=components),
-                    VictimConfig(width=width, epochs=epochs, batch_size=batch_size, augment=augment, device=device),
-                    VictimConfig(arch="cnn-xs", width=width, epochs=epochs, alpha=alphas[0], batch_size=batch_size,
-                                 augment=augment, device=device),
-                    budget=resolve_budget(budget, n), seeds=seeds, methods=methods, defenses=defenses, alphas=alphas,
-                    kappa=kappa, operator=operator)  # fmt: skip
+    p = params
+    support, device = p["support"], p.get("device") or "auto"
+    trainer = dict(width=p["width"], epochs=p["epochs"], batch_size=p["batch_size"], augment=p["augment"], device=device)
+    cfg = RunConfig(DiscoverConfig(op=p["op"], target=p["target"], rank=p["rank"], s_lo=support[0], s_hi=support[1],
+                                   method=p["method"], margin=p["margin"], window=p["window"], scale=p["scale"],
+                                   components=p["components"]),
+                    VictimConfig(**trainer), VictimConfig(arch="cnn-xs", alpha=alphas[0], **trainer),
+                    budget=resolve_budget(p["budget"], n), seeds=seeds, methods=methods, defenses=defenses,
+                    alphas=alphas, kappa=p["kappa"], operator=p["operator"])  # fmt: skip
     cfg.teacher.check()
     return cfg
 
