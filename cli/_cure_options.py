@@ -40,6 +40,9 @@ train_options = option_group(
     click.option("--steps", type=click.IntRange(min=1), default=50000, show_default=True, help="Gradient steps."),
     click.option("--hidden", type=click.IntRange(min=4), default=256, show_default=True, help="MLP width (2 layers)."),
     click.option("--batch-size", type=click.IntRange(min=2), default=256, show_default=True, help="Transitions/step."),
+    click.option("--checkpoint-every", type=click.IntRange(min=0), default=5000, show_default=True,
+                 help="Save MODEL.partial.safetensors every N steps (0: only when interrupted)."),  # fmt: skip
+    click.option("--resume", is_flag=True, help="Continue from MODEL.partial.safetensors (same data and flags)."),
 )
 
 

@@ -112,8 +112,16 @@ def collect_cmd(spec_path, env_id, scale, chunk, behaviour, behaviour_iters, out
 @opt.exclude_options
 @click.option("-o", "--output", type=OutputPath(), required=True, metavar="PATH", help="Model (.safetensors).")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose", threads_default=opt.ONE_TORCH_THREAD)
-def train_cmd(data, algo, steps, hidden, batch_size, exclude_path, exclude_contributor, output, **_):
-    """Train a backbone on a data set's training trajectories minus an exclusion list; print JSON."""
+def train_cmd(data, algo, steps, hidden, batch_size, checkpoint_every, resume, exclude_path, exclude_contributor,
+              output, **_):  # fmt: skip
+    """Train a backbone on a data set's training trajectories minus an exclusion list; print JSON.
+
+    The state is kept in MODEL.partial.safetensors (+ .partial.json) every --checkpoint-every
+    steps and when Ctrl-C or SIGTERM stops the run (between two steps, exit 130); --resume
+    continues it with the same result as an uninterrupted run. It is removed once MODEL is written.
+    """
+    from methodkit.core.outputs import writes_beside
+    from methodkit.tools.cure import resume as ckpt
     from methodkit.tools.cure.backbones import save_model
     from methodkit.tools.cure.pipeline import resolve_ids
     from methodkit.tools.cure.train import train
@@ -122,10 +130,14 @@ def train_cmd(data, algo, steps, hidden, batch_size, exclude_path, exclude_contr
     ds = _dataset(run, data)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
     run.threads(default=1)
+    partial = str(ckpt.partial_path(output)) if writes_beside(output) else None
     with run.progress() as cb:
-        agent, info, result = train(ds, algo, exclude=exclude, steps=steps, hidden=hidden,
-                                    batch_size=batch_size, seed=run.seed, progress=cb)  # fmt: skip
-    save_model(output, agent, info, force=run.force)
+        agent, info, result = train(ds, algo, exclude=exclude, steps=steps, hidden=hidden, batch_size=batch_size,
+                                    seed=run.seed, progress=cb, checkpoint=partial, checkpoint_every=checkpoint_every,
+                                    resume=resume)  # fmt: skip
+    save_model(output, agent, info, force=run.force or resume)
+    if partial is not None:
+        ckpt.remove(partial)
     run.emit_result({"output": output, **result.to_dict()}, output="-")
 
 

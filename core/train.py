@@ -111,6 +111,11 @@ def _restore_optimizer(optimizer, tensors: dict) -> None:
     optimizer.load_state_dict(state_dict)
 
 
+# public names for loops of their own (cure-unlearn's agents hold two optimisers)
+optimizer_tensors = _optimizer_tensors
+restore_optimizer = _restore_optimizer
+
+
 def train(
     model,
     loss_fn: LossFn,

@@ -358,6 +358,7 @@ INTERRUPT_JOBS = [
         "cure-unlearn",
         "cure-unlearn collect --scale 0.1 --chunk 40 --behaviour cpg -o d.npz",
         ("cure-unlearn", "train", "d.npz", "--steps", "10000000", "--hidden", "32", "-o", "m.safetensors"),
+        resume_state=("m.partial.safetensors", "m.partial.json"),  # what `train --resume` continues from
     ),
     Job("autoscale-mix", "true", ("autoscale-mix", "pools", "-o", "pools", "--real", "3000", "--synth", "30000")),
     Job(

@@ -116,6 +116,10 @@ class Agent(nn.Module):
         self.critic_opt = torch.optim.Adam(self.critic_parameters(), lr=self.lr)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=self.lr)
 
+    def optimisers(self) -> dict:
+        """Every optimiser by name: a checkpoint keeps each one's state."""
+        return {"critic": self.critic_opt, "actor": self.actor_opt}
+
     def set_normaliser(self, obs: np.ndarray) -> None:
         self.obs_mean.copy_(torch.as_tensor(obs.mean(0)))
         self.obs_std.copy_(torch.as_tensor(obs.std(0) + 1e-3))
@@ -310,6 +314,9 @@ class CQL(Agent):
         return loss
 
     training_alpha = True
+
+    def optimisers(self) -> dict:
+        return {**super().optimisers(), "alpha": self.alpha_opt}
 
     def update_targets(self):
         _polyak(self.critic_target, self.critic, self.tau)

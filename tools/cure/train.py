@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from methodkit.core.errors import DataError, RunFailure
+from methodkit.core.errors import DataError, RunFailure, UsageError
 from methodkit.tools.cure.data import Dataset
 
 
@@ -51,8 +52,16 @@ def train(
     batch_size: int = 256,
     seed: int = 0,
     progress=None,
+    checkpoint: str | None = None,
+    checkpoint_every: int = 0,
+    resume: bool = False,
 ):
-    """Train `algo` on the training trajectories of ds minus `exclude`; returns (agent, info, result)."""
+    """Train `algo` on the training trajectories of ds minus `exclude`; returns (agent, info, result).
+
+    With `checkpoint` (a path), the state is saved there every `checkpoint_every` steps and when a
+    SIGINT/SIGTERM stops the run (between two steps); `resume` continues from it, bitwise."""
+    from methodkit.core.step_signals import stop_between_steps
+    from methodkit.tools.cure import resume as ckpt
     from methodkit.tools.cure.backbones import batch, make_agent
 
     progress = progress or (lambda *a: None)
@@ -67,15 +76,33 @@ def train(
     agent = make_agent(algo, ds.meta["obs_dim"], ds.meta["act_dim"], hidden=hidden, seed=seed)
     agent.set_normaliser(ds.arrays["observations"][rows])
     rng = np.random.default_rng([seed, 11])
-    start = time.perf_counter()
     logs = {"critic_loss": np.nan, "actor_loss": np.nan}
-    for step in range(steps):
-        out = agent.update(batch(ds.arrays, sample_rows(rng, rows, batch_size), agent))
-        logs.update(out)
-        if step % 200 == 0 or step == steps - 1:
-            check_finite(logs["critic_loss"], 0.0, "train")
-            progress(f"train {algo}", step + 1, steps)
-    seconds = time.perf_counter() - start
+    spec = {"dataset_sha256": ds.sha256, "excluded_sha256": ids_sha256(exclude), "algo": algo, "hidden": hidden,
+            "batch_size": batch_size, "seed": seed, "steps": steps}  # fmt: skip
+    first, before = 0, 0.0
+    if resume:
+        if checkpoint is None or not os.path.exists(checkpoint):
+            raise UsageError(f"--resume: no checkpoint {checkpoint} to continue from")
+        first, logs, before = ckpt.restore(checkpoint, agent, rng, spec)
+    start = time.perf_counter()
+
+    def save(done: int) -> None:
+        ckpt.save(checkpoint, agent, step=done, rng=rng, logs=logs, seconds=before + time.perf_counter() - start,
+                  spec=spec)  # fmt: skip
+
+    with stop_between_steps() as stop:
+        for step in range(first, steps):
+            out = agent.update(batch(ds.arrays, sample_rows(rng, rows, batch_size), agent))
+            logs.update(out)
+            if step % 200 == 0 or step == steps - 1:
+                check_finite(logs["critic_loss"], 0.0, "train")
+                progress(f"train {algo}", step + 1, steps)
+            done = step + 1
+            due = checkpoint_every and done % checkpoint_every == 0 and done < steps
+            if checkpoint is not None and (due or stop.requested):
+                save(done)
+            stop.raise_if_requested()
+    seconds = before + time.perf_counter() - start
     q_mean = float(q_on(agent, ds, rows[:: max(1, len(rows) // 4096)]).mean())
     info = {
         "steps": steps,
