@@ -78,12 +78,13 @@ def _model(path: str, ds, allow_mismatch: bool, algo: str | None = None):
 @click.option("--scale", type=opt.FiniteFloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="Multiply the built-in spec's chunk counts.")  # fmt: skip
 @click.option("--chunk", type=click.IntRange(min=2), default=200, show_default=True, help="Steps per trajectory.")
-@click.option("--behaviour", type=click.Choice(("ars", "cpg")), default=None,
-              help="Behaviour policies: linear ARS policies, or a scripted gait [default: the spec's, ars].")  # fmt: skip
+@click.option("--behaviour", type=click.Choice(("ars", "cpg", "td3")), default=None,
+              help="Behaviour policies: linear ARS, a scripted gait, or online TD3 [default: the spec's, ars].")  # fmt: skip
 @click.option("--behaviour-iters", type=click.IntRange(min=1), default=None, help="ARS iterations [10].")
+@click.option("--behaviour-steps", type=click.IntRange(min=2), default=None, help="Online TD3 env steps [60000].")
 @click.option("-o", "--output", type=OutputPath(), required=True, metavar="PATH", help="Data set (.npz).")
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose", threads_default=opt.ONE_TORCH_THREAD)
-def collect_cmd(spec_path, env_id, scale, chunk, behaviour, behaviour_iters, output, **_):
+def collect_cmd(spec_path, env_id, scale, chunk, behaviour, behaviour_iters, behaviour_steps, output, **_):
     """Roll out the contributors of a spec in MuJoCo and write the data set; print its summary JSON.
 
     The built-in spec: R (medium policy + N(0, 0.1) noise), F-mix (the same policy; in a half of
@@ -95,9 +96,9 @@ def collect_cmd(spec_path, env_id, scale, chunk, behaviour, behaviour_iters, out
 
     run = Run.from_context()
     doc = run.read_json(spec_path) if spec_path else default_spec(scale, env_id, chunk)
-    if behaviour or behaviour_iters:
-        doc = {**doc, **({"behaviour": behaviour} if behaviour else {}),
-               **({"behaviour_iters": behaviour_iters} if behaviour_iters else {})}  # fmt: skip
+    given = {"behaviour": behaviour, "behaviour_iters": behaviour_iters, "behaviour_steps": behaviour_steps}
+    flags = {k: v for k, v in given.items() if v is not None}
+    doc = {**doc, **flags} if flags and isinstance(doc, dict) else doc  # Spec.parse names a non-object
     spec = Spec.parse(doc, spec_path or "built-in spec")
     run.threads(default=1)
     with run.progress() as cb:

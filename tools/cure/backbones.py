@@ -221,6 +221,15 @@ class TD3BC(Agent):
         return self.steps % self.policy_delay == 0
 
 
+class TD3(TD3BC):
+    """Online TD3 (no behaviour-cloning term): the behaviour policy `collect --behaviour td3` trains."""
+
+    algo = "td3"
+
+    def actor_per_sample(self, b, bc_weight=None):
+        return -self.critic.q1(torch.cat([b["s"], self.actor(b["s"])], -1)).squeeze(-1)
+
+
 class IQL(Agent):
     algo = "iql"
 

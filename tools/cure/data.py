@@ -19,7 +19,7 @@ from methodkit.core.errors import DataError
 ARRAY_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts", "traj_id",
               "contributor", "style_on", "traj_split")  # fmt: skip
 POLICIES = ("medium", "early", "random")
-BEHAVIOURS = ("ars", "cpg")
+BEHAVIOURS = ("ars", "cpg", "td3")
 
 
 def default_spec(scale: float = 1.0, env: str = "HalfCheetah-v5", chunk: int = 200, behaviour: str = "ars") -> dict:
@@ -60,12 +60,14 @@ class Spec:
     behaviour: str
     contributors: list = field(default_factory=list)
     behaviour_iters: int = 10
+    behaviour_steps: int = 60000  # online TD3's environment steps (behaviour "td3")
 
     @classmethod
     def parse(cls, doc, where: str = "spec") -> Spec:
         if not isinstance(doc, dict):
             raise DataError(f"{where}: a contributor spec is a JSON object with env, chunk and contributors")
-        unknown = set(doc) - {"env", "chunk", "episode", "behaviour", "contributors", "behaviour_iters"}
+        unknown = set(doc) - {"env", "chunk", "episode", "behaviour", "contributors", "behaviour_iters",
+                            "behaviour_steps"}
         if unknown:
             raise DataError(f"{where}: unknown keys {sorted(unknown)}")
         chunk, episode = doc.get("chunk", 200), doc.get("episode", 1000)
@@ -104,11 +106,15 @@ class Spec:
         iters = doc.get("behaviour_iters", 10)
         if not isinstance(iters, int) or iters < 1:
             raise DataError(f"{where}: behaviour_iters must be an integer >= 1, got {iters}")
-        return cls(doc.get("env", "HalfCheetah-v5"), chunk, episode, behaviour, out, iters)
+        steps = doc.get("behaviour_steps", 60000)
+        if not isinstance(steps, int) or steps < 2:
+            raise DataError(f"{where}: behaviour_steps must be an integer >= 2, got {steps}")
+        return cls(doc.get("env", "HalfCheetah-v5"), chunk, episode, behaviour, out, iters, steps)
 
     def to_dict(self) -> dict:
-        return {"env": self.env, "chunk": self.chunk, "episode": self.episode, "behaviour": self.behaviour,
-                "behaviour_iters": self.behaviour_iters, "contributors": [vars(c) for c in self.contributors]}  # fmt: skip
+        out = {"env": self.env, "chunk": self.chunk, "episode": self.episode, "behaviour": self.behaviour,
+               "behaviour_iters": self.behaviour_iters, "contributors": [vars(c) for c in self.contributors]}  # fmt: skip
+        return {**out, "behaviour_steps": self.behaviour_steps} if self.behaviour == "td3" else out
 
 
 def make_env(env_id: str):
@@ -233,6 +239,11 @@ def collect(spec: Spec, seed: int = 0, progress=None) -> dict:
         from methodkit.tools.cure.behaviour import ars
 
         early, medium = ars(env, spec.behaviour_iters, seed, progress=progress)
+        policies = {"medium": medium, "early": early}
+    elif spec.behaviour == "td3":
+        from methodkit.tools.cure.behaviour import online_td3
+
+        early, medium = online_td3(env, spec.behaviour_steps, seed, progress=progress)
         policies = {"medium": medium, "early": early}
     arrays = {k: [] for k in ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts",
                               "traj_id", "contributor", "style_on")}  # fmt: skip
