@@ -95,14 +95,16 @@ class PartitionMemo:
         width = int((pp * vpp).max()) + 1
         return self.ok[rows].copy(), self.bounds[rows, :width].copy()
 
-    def entry(self) -> tuple:
+    def entry(self) -> tuple | None:
         """The cache row: every solved row of this run plus the cached ones it did not meet."""
         import msgpack
         import numpy as np
 
         rows = np.concatenate([self.rows[self.known].astype("<i4"), self.stored.get("rows", _empty(self.rows, "<i4"))])
         ok = np.concatenate([self.ok[self.known], self.stored.get("ok", np.zeros(0, bool))]).astype("u1")
-        bounds = self.bounds[self.known].astype("<i4")
+        if self.bounds.shape[0] and int(self.bounds.max()) >= 2**16:
+            return None  # more than 65,535 units: bounds do not fit the entry's uint16 layout, nothing stored
+        bounds = self.bounds[self.known].astype("<u2")
         old = self.stored.get("bounds")
         if old is not None:
             w = max(bounds.shape[1], old.shape[1])
@@ -229,7 +231,7 @@ def build(model, cluster, cands, warm, cache, iterations, rtol, record_hits=Fals
         return memo
     old_rows = np.frombuffer(rows_b, dtype="<i4").reshape(k, len(cols)).astype(np.int64)
     old_ok = np.frombuffer(ok_b, dtype="u1").astype(bool)
-    old_bounds = np.frombuffer(bounds_b, dtype="<i4").reshape(k, w)
+    old_bounds = np.frombuffer(bounds_b, dtype="<u2").reshape(k, w)
     i_new, i_old = _match(rows, old_rows)
     kk = min(w, width)
     memo.bounds[i_new, :kk] = old_bounds[i_old, :kk]

@@ -270,7 +270,7 @@ def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progr
     flops = model_flops_per_step(model)
     top = _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device, memo)
     if memo is not None and cache is not None and memo.misses:  # nothing new solved: the entry stands
-        cache.store([memo.entry()])
+        cache.store([e for e in [memo.entry()] if e is not None])
     best_bounds = top[0]["partition"]["unit_bounds"]
     layers = _layer_breakdown(model, cluster, cands, int(order[0]), best_bounds, top[0]["sigma"]["pp"])
     clock["report"] = time.perf_counter()
