@@ -139,3 +139,25 @@ def test_gc_keeps_current_partition_entries_and_explain_lists_their_misses(small
     cache.close()
     rows = reuse_rows(result.to_dict())
     assert [r["misses"] for r in rows if r["template"] == "partition"] == [result.reuse["partitions"]["rows"]]
+
+
+def test_the_audit_catches_a_tampered_partition_entry_and_an_unreadable_one_is_ignored(small, tmp_path):
+    import msgpack
+
+    model, cluster, space = small()
+    cache = Cache(tmp_path)
+    plan(model, cluster, space, cache=cache)
+    (blob,) = cache.db.execute("SELECT value FROM entries WHERE template = 'partition'").fetchone()
+    cols, k, w, rows_b, ok_b, bounds_b = msgpack.unpackb(blob)
+    bounds = np.frombuffer(bounds_b, dtype="<u2").reshape(k, w).copy()
+    bounds[:, 1] += 1  # every row's first chunk one unit longer
+    tampered = msgpack.packb([cols, k, w, rows_b, ok_b, bounds.tobytes()])
+    cache.db.execute("UPDATE entries SET value = ? WHERE template = 'partition'", (tampered,))
+    served = plan(model, cluster, space, cache=cache, record_hits=True)
+    audited, stale = served.partition_audit()
+    assert audited == served.reuse["partitions"]["hits"] > 0 and stale > 0
+    cache.db.execute("UPDATE entries SET value = ? WHERE template = 'partition'", (b"\x93junk",))
+    fresh = plan(model, cluster, space, cache=cache)
+    cache.close()
+    assert fresh.reuse["partitions"]["hits"] == 0 and "unreadable" in fresh.reuse["partitions"]["miss_reason"]
+    assert all(compare(fresh, plan(model, cluster, space, mode="cold")).values())

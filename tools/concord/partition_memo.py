@@ -73,7 +73,7 @@ class PartitionMemo:
             "candidates_per_row": float(len(self.inverse) / max(len(self.rows), 1)),
             "hits": self.hits,
             "misses": self.misses,
-            "miss_reason": self.reason,
+            "miss_reason": self.reason if self.misses else "",
         }
 
     def solve(self, index, ch, p2p, pp, vpp, micro, limit, iterations, rtol):
@@ -225,13 +225,17 @@ def build(model, cluster, cands, warm, cache, iterations, rtol, record_hits=Fals
     if found is None or found[0] != TEMPLATE_ID or found[1] != VERSION or found[2] != kernel_hash():
         memo.reason = "no entry for these inputs (a partition reads every unit's time and memory, HBM, reserve)"
         return memo
-    cols, k, w, rows_b, ok_b, bounds_b = msgpack.unpackb(found[4])
+    try:
+        cols, k, w, rows_b, ok_b, bounds_b = msgpack.unpackb(found[4])
+        old_rows = np.frombuffer(rows_b, dtype="<i4").reshape(k, len(cols)).astype(np.int64)
+        old_ok = np.frombuffer(ok_b, dtype="u1").astype(bool).reshape(k)
+        old_bounds = np.frombuffer(bounds_b, dtype="<u2").reshape(k, w)
+    except (ValueError, TypeError, msgpack.UnpackException):  # not our layout: ignored, never trusted
+        memo.reason = "cached entry is unreadable"
+        return memo
     if tuple(cols) != memo.columns:
         memo.reason = "cached entry has other row columns"
         return memo
-    old_rows = np.frombuffer(rows_b, dtype="<i4").reshape(k, len(cols)).astype(np.int64)
-    old_ok = np.frombuffer(ok_b, dtype="u1").astype(bool)
-    old_bounds = np.frombuffer(bounds_b, dtype="<u2").reshape(k, w)
     i_new, i_old = _match(rows, old_rows)
     kk = min(w, width)
     memo.bounds[i_new, :kk] = old_bounds[i_old, :kk]
