@@ -5,7 +5,6 @@ from __future__ import annotations
 from methodkit.cli import _casper_options as opt
 from methodkit.cli._casper_options import DEMO  # noqa: F401  (make demo reads it here)
 from methodkit.cli._common import Run, common_options, input_argument, tool_group, warn
-from methodkit.tools.casper.commands import sidecar_scale as _sidecar_scale  # noqa: F401  (light; tests use it)
 from methodkit.tools.casper.names import METHODS, TASKS  # noqa: F401  (no NumPy: --help stays fast)
 
 
@@ -168,23 +167,13 @@ def train(input, task, method, epochs, batch_size, lr, limit, scale, calibrate, 
       casper-solve train maps12.npz --calibrate-on maps30.npz -o model.safetensors
       casper-solve train add.npz --task mnist-add --epochs 4 -o add.safetensors
     """
-    from pathlib import Path
-
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.casper.commands import calibration_sets, check_calibration, dataset_of, trained_files
+    from methodkit.tools.casper.commands import train_inputs, trained_files
     from methodkit.tools.casper.tasks import train as train_model
 
     run = Run.from_context()
     run.threads()
-    io.require_input(input)
-    if output is None or output == "-":
-        raise UsageError("pass -o PATH.safetensors for the trained weights")
-    sidecar = Path(output).with_suffix(".json")
-    run.refuse_existing_output(output, sidecar)
-    arrays, task = dataset_of(run.input_bytes(input), task)
-    check_calibration(calibrate_on, task, method, calibrate)
-    extra = calibration_sets((path, run.input_bytes(path)) for path in calibrate_on)
+    sidecar, arrays, task, extra = train_inputs(run.input_bytes, run.refuse_existing_output, input, output, task,
+                                                method, calibrate, calibrate_on)  # fmt: skip
     with run.progress() as callback:
         result = train_model(task, method, arrays, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
                              limit=limit, scale=scale, calibrate=calibrate, calibration_sets=extra,

@@ -219,12 +219,9 @@ def cache_group():
 @common_options("output", "force", "quiet", "verbose")
 def cache_stats(folder, **_):
     """Entries, bytes and per-template counts of the cache in DIR."""
-    from contextlib import closing
+    from methodkit.tools.concord.commands import cache_verb
 
-    from methodkit.tools.concord.cache import open_existing
-
-    with closing(open_existing(folder)) as cache:
-        Run.from_context().emit_result(cache.stats())
+    Run.from_context().emit_result(cache_verb(folder, "stats"))
 
 
 @cache_group.command("gc")
@@ -233,14 +230,9 @@ def cache_stats(folder, **_):
 @common_options("output", "force", "quiet", "verbose")
 def cache_gc(folder, older_than_days, **_):
     """Drop entries whose template version or code hash is no longer current."""
-    from contextlib import closing
+    from methodkit.tools.concord.commands import cache_verb
 
-    from methodkit.tools.concord.cache import open_existing
-    from methodkit.tools.concord.explain import current_templates
-
-    with closing(open_existing(folder)) as cache:
-        removed = cache.gc(current_templates(), None if older_than_days is None else older_than_days * 86400)
-        Run.from_context().emit_result({"removed": removed, **cache.stats()})
+    Run.from_context().emit_result(cache_verb(folder, "gc", older_than_days))
 
 
 @cache_group.command("clear")
@@ -248,9 +240,6 @@ def cache_gc(folder, older_than_days, **_):
 @common_options("output", "force", "quiet", "verbose")
 def cache_clear(folder, **_):
     """Delete every entry of the cache in DIR."""
-    from contextlib import closing
+    from methodkit.tools.concord.commands import cache_verb
 
-    from methodkit.tools.concord.cache import open_existing
-
-    with closing(open_existing(folder)) as cache:
-        Run.from_context().emit_result({"removed": cache.clear(), **cache.stats()})
+    Run.from_context().emit_result(cache_verb(folder, "clear"))

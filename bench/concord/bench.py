@@ -127,7 +127,10 @@ def bench_sig_lookup(name, rounds=15, reps=10):
     line("sig_lookup_decode_vs_miss", len(work), med["sld"], med["proj"])
 
 
-def bench_replan(name, edit_name, space_doc=None):
+def bench_replan(name, edit_name, space_doc=None, trials=3):
+    """Three columns, CPU seconds (process_time), medians of `trials` paired rounds: cold, warm with an EMPTY
+    cache (each distinct layer and partition row once, nothing persistent), warm with the cache filled by
+    the unedited model. Lines: cold vs empty (the in-run memo), empty vs cache (the cache's own share), total."""
     from methodkit.tools.concord.fixtures import EDITS
 
     m, c, s = fixture_docs(name)
@@ -136,19 +139,40 @@ def bench_replan(name, edit_name, space_doc=None):
     m2, c2 = apply_edit(m, c, edit)
     old, cluster = spec.load_model(m), spec.load_cluster(c)
     new, cluster2 = spec.load_model(m2), spec.load_cluster(c2)
-    with tempfile.TemporaryDirectory() as folder:
-        cache = Cache(folder)
-        plan(old, cluster, space, cache=cache)
-        t0 = time.perf_counter()
-        warm = plan(new, cluster2, space, cache=cache)
-        ours = time.perf_counter() - t0
-        cache.close()
-    t0 = time.perf_counter()
-    cold = plan(new, cluster2, space, mode="cold")
-    ref = time.perf_counter() - t0
-    assert all(compare(warm, cold).values()), "warm and cold plans differ"
-    line(f"replan_{name.split('-h')[0].split('-a1')[0]}_{edit_name}", warm.candidates, ours, ref)
+    times = {"cold": [], "empty": [], "cache": []}
+    for _ in range(trials):
+        with tempfile.TemporaryDirectory() as folder:
+            cache = Cache(folder)
+            plan(old, cluster, space, cache=cache)
+            t0 = time.process_time()
+            warm = plan(new, cluster2, space, cache=cache)
+            times["cache"].append(time.process_time() - t0)
+            cache.close()
+        t0 = time.process_time()
+        empty = plan(new, cluster2, space)
+        times["empty"].append(time.process_time() - t0)
+        t0 = time.process_time()
+        cold = plan(new, cluster2, space, mode="cold")
+        times["cold"].append(time.process_time() - t0)
+        assert all(compare(warm, cold).values()) and all(compare(empty, cold).values()), "warm and cold plans differ"
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    case = f"replan_{name.split('-h')[0].split('-a1')[0]}_{edit_name}"
+    parts = warm.reuse["partitions"]
+    print(f"# {case}: partition rows served {parts['hits']}, solved {parts['misses']}; "
+          f"primitives hit {warm.reuse['hits']}, missed {warm.reuse['misses']}", flush=True)  # fmt: skip
+    line(f"{case}:cold/empty", warm.candidates, med["empty"], med["cold"])
+    line(f"{case}:empty/cache", warm.candidates, med["cache"], med["empty"])
+    line(f"{case}:cold/cache", warm.candidates, med["cache"], med["cold"])
     return cold
+
+
+REPLANS = (
+    ("mixtral-8x7b-h100-256", "seq_x2"),
+    ("mixtral-8x7b-h100-256", "batch_x2"),
+    ("mixtral-8x7b-h100-256", "inter_bw_x2"),
+    ("llama3-405b-h100-2048", "layers_plus4"),
+    ("llama3-405b-h100-2048", "batch_x2"),
+)
 
 
 def bench_quality():
@@ -177,10 +201,14 @@ def main() -> int:
     if part == "sig":
         bench_sig_lookup("llama2-70b-a100-512")
         return 0
+    if part == "replan":
+        for name, edit in REPLANS:
+            bench_replan(name, edit)
+        return 0
     bench_partition(rng)
     bench_sig_lookup("llama2-70b-a100-512")
-    bench_replan("mixtral-8x7b-h100-256", "seq_x2")
-    bench_replan("llama3-405b-h100-2048", "layers_plus4")
+    for name, edit in REPLANS:
+        bench_replan(name, edit)
     m, c, _ = fixture_docs("deepseek-v3-like-h100-4096")
     model, cluster = spec.load_model(m), spec.load_cluster(c)
     t0 = time.perf_counter()

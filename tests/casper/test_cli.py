@@ -195,7 +195,7 @@ def test_deepproblog_through_the_executable(run_cli, folder):
 
 
 def test_eval_reads_the_scale_calibrated_at_the_map_side_from_the_sidecar(tmp_path):
-    from methodkit.cli.casper_solve import _sidecar_scale
+    from methodkit.tools.casper.commands import sidecar_scale as _sidecar_scale
 
     model = tmp_path / "m.safetensors"
     assert _sidecar_scale(str(model), 12) == 1.0  # no sidecar

@@ -168,3 +168,20 @@ def score_input(score_kind: str | None, legacy: str | None) -> str:
     if legacy is not None:
         return legacy
     return "logits" if score_kind == "logits" else "scores"
+
+
+def train_inputs(read, refuse, input: str, output: str | None, task, method: str, calibrate: bool, calibrate_on):
+    """What `train` reads before it starts, in the order its errors are reported: INPUT exists, -o is a
+    file path, neither it nor its JSON sidecar exists, the dataset and the calibration sets.
+    `read(path)` gives an input's bytes and name, `refuse(*paths)` refuses existing outputs.
+    Returns (sidecar path, arrays, task, calibration sets)."""
+    from methodkit.core import io
+
+    io.require_input(input)
+    if output is None or output == "-":
+        raise UsageError("pass -o PATH.safetensors for the trained weights")
+    sidecar = Path(output).with_suffix(".json")
+    refuse(output, sidecar)
+    arrays, task = dataset_of(read(input), task)
+    check_calibration(calibrate_on, task, method, calibrate)
+    return sidecar, arrays, task, calibration_sets((path, read(path)) for path in calibrate_on)

@@ -95,3 +95,20 @@ def reference_failure(rows: list, summary: dict, tolerance: float) -> str | None
 def check_plan_document(document, name: str) -> None:
     if not isinstance(document, dict) or "layers" not in document or "best" not in document:
         raise DataError(f"{name}: not a concord-plan plan (no 'best' and 'layers'); make one with 'concord-plan plan'")
+
+
+def cache_verb(folder: str, verb: str, older_than_days: float | None = None) -> dict:
+    """What `concord-plan cache stats|gc|clear DIR` reports (the cache must already exist)."""
+    from contextlib import closing
+
+    from methodkit.tools.concord.cache import open_existing
+    from methodkit.tools.concord.explain import current_templates
+
+    with closing(open_existing(folder)) as cache:
+        if verb == "stats":
+            return cache.stats()
+        if verb == "gc":
+            removed = cache.gc(current_templates(), None if older_than_days is None else older_than_days * 86400)
+        else:
+            removed = cache.clear()
+        return {"removed": removed, **cache.stats()}

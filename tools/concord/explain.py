@@ -45,16 +45,24 @@ def layer_rows(plan: dict) -> list[dict]:
 def reuse_rows(plan: dict) -> list[dict]:
     reuse = plan.get("reuse") or {}
     reasons = reuse.get("miss_reasons") or []
+    parts = reuse.get("partitions") or {}
+    why = parts.get("miss_reason", "") if parts.get("misses") else ""
     if not reasons:
         by = reuse.get("by_template") or {}
-        return [
+        rows = [
             {"template": t, "hits": v.get("hits", 0), "misses": v.get("misses", 0), "reason": ""} for t, v in by.items()
         ]
+        if parts:  # partition rows served from the cache / solved in this run
+            rows.append({"template": "partition", "hits": parts["hits"], "misses": parts["misses"], "reason": why})
+        return rows
     counts: dict = {}
     for r in reasons:
         key = (r["template"], r["kind"], r["reason"])
         counts[key] = counts.get(key, 0) + 1
-    return [{"template": t, "kind": k, "misses": c, "reason": r} for (t, k, r), c in sorted(counts.items())]
+    rows = [{"template": t, "kind": k, "misses": c, "reason": r} for (t, k, r), c in sorted(counts.items())]
+    if parts.get("misses"):
+        rows.append({"template": "partition", "kind": "rows", "misses": parts["misses"], "reason": why})
+    return rows
 
 
 def current_templates() -> dict:
@@ -67,4 +75,7 @@ def current_templates() -> dict:
             inst = instance(t.id, kind)
             if inst is not None:
                 out.setdefault(t.id, set()).add((t.version, inst.code_hash))
+    from methodkit.tools.concord import partition_memo
+
+    out[partition_memo.TEMPLATE_ID] = {(partition_memo.VERSION, partition_memo.kernel_hash())}
     return out

@@ -14,7 +14,7 @@ from functools import cache
 from methodkit.core.backend import array_module, to_numpy
 from methodkit.core.errors import RunFailure
 from methodkit.core.progress import silent
-from methodkit.tools.concord import kernels
+from methodkit.tools.concord import kernels, partition_memo
 from methodkit.tools.concord.candidates import Candidates, enumerate_candidates
 from methodkit.tools.concord.evaluate import WarmValues, base_env, cold_stats, unit_channels
 from methodkit.tools.concord.spec import Cluster, Model, Space
@@ -53,6 +53,7 @@ class PlanResult:
     model_flops_per_step: float
     warnings: list = field(default_factory=list)
     hits: list = field(default_factory=list, repr=False)  # for the stale-hit audit (not serialised)
+    partition_audit: object = field(default=None, repr=False)  # () -> (audited, stale) over partition hits
     scored: Scored | None = field(default=None, repr=False)
 
     @property
@@ -100,8 +101,10 @@ def _aggregate(device, ch, p2p, pp, vpp, micro, bounds, n_stages):
     return tuple(to_numpy(o) for o in aggregate_xp.stage_aggregate(xp, *arrays, *rest, n_stages))
 
 
-def _score_block(model, cluster, cands, index, warm, stats, partition, device="cpu"):
-    """Evaluate, partition and score the candidates at `index`; returns arrays and the chosen bounds."""
+def _score_block(model, cluster, cands, index, warm, stats, partition, device="cpu", memo=None):
+    """Evaluate, partition and score the candidates at `index`; returns arrays and the chosen bounds.
+
+    With `memo` (warm plans) each distinct partition row is solved once or served from the cache."""
     import numpy as np
 
     ch, p2p = unit_channels(model, cluster, cands, index, warm, stats)
@@ -128,10 +131,13 @@ def _score_block(model, cluster, cands, index, warm, stats, partition, device="c
     u_ok = u_peak <= cluster.hbm
     if partition == "uniform":
         return u_step, u_peak, u_ok, np.ones(size, bool), u_peak - cluster.hbm, uniform, u_stages, ch, p2p
-    searched = np.zeros((size, width), dtype=np.int64)
-    s_ok = kernels.partition_min_bottleneck(
-        ch["time"], ch["state"], ch["act"], p2p, pp, vpp, micro, limit, searched, BISECTION_STEPS, BISECTION_RTOL
-    )
+    if memo is not None:
+        s_ok, searched = memo.solve(index, ch, p2p, pp, vpp, micro, limit, BISECTION_STEPS, BISECTION_RTOL)
+    else:
+        searched = np.zeros((size, width), dtype=np.int64)
+        s_ok = kernels.partition_min_bottleneck(
+            ch["time"], ch["state"], ch["act"], p2p, pp, vpp, micro, limit, searched, BISECTION_STEPS, BISECTION_RTOL
+        )
     s_step, s_peak, s_stages = score(searched)
     s_ok &= s_peak <= cluster.hbm
     # the uniform split is one of the partitions the search must not lose to
@@ -236,6 +242,9 @@ def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progr
         stats = warm.stats
     else:
         warm, stats = None, cold_stats(model)
+    memo = None
+    if warm is not None and partition != "uniform":
+        memo = partition_memo.build(model, cluster, cands, warm, cache, BISECTION_STEPS, BISECTION_RTOL, record_hits)
     clock["primitives"] = time.perf_counter()
     n = len(cands)
     step = np.empty(n)
@@ -247,7 +256,7 @@ def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progr
     progress("search", 0, len(blocks))
     for done, start in enumerate(blocks, start=1):
         index = np.arange(start, min(start + block, n))
-        s, p, ok, u, over, *_ = _score_block(model, cluster, cands, index, warm, stats, partition, device)
+        s, p, ok, u, over, *_ = _score_block(model, cluster, cands, index, warm, stats, partition, device, memo)
         step[index], peak[index], feasible[index], uniform[index], overflow[index] = s, p, ok, u, over
         progress("search", done, len(blocks))
     clock["search"] = time.perf_counter()
@@ -259,7 +268,9 @@ def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progr
     order = np.lexsort((np.arange(n), -headroom, step))
     order = order[feasible[order]][:top_k]
     flops = model_flops_per_step(model)
-    top = _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device)
+    top = _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device, memo)
+    if memo is not None and cache is not None and memo.misses:  # nothing new solved: the entry stands
+        cache.store([e for e in [memo.entry()] if e is not None])
     best_bounds = top[0]["partition"]["unit_bounds"]
     layers = _layer_breakdown(model, cluster, cands, int(order[0]), best_bounds, top[0]["sigma"]["pp"])
     clock["report"] = time.perf_counter()
@@ -281,21 +292,30 @@ def _plan(model, cluster, space, *, cache, mode, top_k, forced, partition, progr
         enumerated=cands.enumerated,
         top=top,
         layers=layers,
-        reuse=stats.to_dict(),
+        reuse={**stats.to_dict(), **({"partitions": memo.to_dict()} if memo is not None else {})},
         seconds=seconds,
         model_flops_per_step=flops,
         warnings=list(getattr(cache, "warnings", []) or []),
         hits=warm.hits if warm is not None else [],
         scored=scored,
+        partition_audit=None if memo is None else _partition_audit(memo, model, cluster, cands, strict),
     )
 
 
-def _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device="cpu"):
+def _partition_audit(memo, model, cluster, cands, strict):
+    def run(limit=None):
+        with dependency_checks(strict):  # the cold re-solve reads templates as the plan did
+            return partition_memo.audit(memo.audit, model, cluster, cands, limit)
+
+    return run
+
+
+def _describe(model, cluster, cands, order, warm, partition, step, headroom, flops, device="cpu", memo=None):
     if len(order) == 0:
         return []
     # rescoring the few winners with the same code reproduces their partitions and stage figures
     s, p, ok, u, over, bounds, stages, ch, p2p = _score_block(
-        model, cluster, cands, order, warm, None, partition, device
+        model, cluster, cands, order, warm, None, partition, device, memo
     )
     st_t, st_m, st_d, st_o = stages
     out = []

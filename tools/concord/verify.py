@@ -72,6 +72,10 @@ class Trial:
     intra_run_reuse: int
     audited: int
     stale_mismatches: int
+    partition_hits: int
+    partition_misses: int
+    audited_partitions: int
+    stale_partitions: int
     top1_step_s: float
     top1_sigma: str
 
@@ -84,6 +88,7 @@ class Trial:
             and self.topk_match
             and self.steps_bitwise
             and self.stale_mismatches == 0
+            and self.stale_partitions == 0
         )
 
     def to_dict(self) -> dict:
@@ -122,6 +127,8 @@ def run_trial(
     t4 = time.perf_counter()
     same = compare(warm, cold)
     audited, stale = audit(warm, audit_limit)
+    p_audited, p_stale = warm.partition_audit(audit_limit) if warm.partition_audit is not None else (0, 0)
+    parts = warm.reuse.get("partitions", {})
     return Trial(
         trial=trial,
         candidates_warm=warm.candidates,
@@ -140,6 +147,10 @@ def run_trial(
         intra_run_reuse=warm.reuse["intra_run_reuse"],
         audited=audited,
         stale_mismatches=stale,
+        partition_hits=parts.get("hits", 0),
+        partition_misses=parts.get("misses", 0),
+        audited_partitions=p_audited,
+        stale_partitions=p_stale,
         top1_step_s=cold.best["step_s"],
         top1_sigma=_sigma_text(cold.best["sigma"]),
     ), warm
@@ -164,8 +175,10 @@ class VerifyReport:
             "trials": [t.to_dict() for t in self.trials],
             "median_speedup": statistics.median(speedups) if speedups else None,
             "median_cache_speedup": statistics.median(cache) if cache else None,
-            "stale_mismatches": sum(t.stale_mismatches for t in self.trials),
+            "stale_mismatches": sum(t.stale_mismatches + t.stale_partitions for t in self.trials),
             "audited_hits": sum(t.audited for t in self.trials),
+            "stale_partition_mismatches": sum(t.stale_partitions for t in self.trials),
+            "audited_partition_hits": sum(t.audited_partitions for t in self.trials),
             "miss_reasons": self.miss_reasons,
         }
 
