@@ -188,13 +188,6 @@ bench_options = option_group(
 )
 
 
-def refuse_terminal_binary(output: str) -> None:
-    from methodkit.core.errors import UsageError
-
-    if output == "-" and sys.stdout.isatty():
-        raise UsageError("refusing to write binary NPZ to a terminal; pass -o FILE or pipe the output")
-
-
 def write_bytes(output: str, data: bytes, force: bool) -> None:
     from methodkit.core import io
 

@@ -69,7 +69,7 @@ def compile_(input, example, no_check, allow_dense, output, **_):
 
         return opt.print_json(worked(example))
     program = compile_spec(run.read_json(input), check_feasible=not no_check, allow_dense=allow_dense)
-    opt.refuse_terminal_binary(output)
+    run.refuse_binary_terminal("NPZ", output)
     opt.write_bytes(output, program.to_bytes(), run.force)
     if output != "-":
         run.emit_result(program.summary(), output="-")
@@ -115,7 +115,7 @@ def project(input, program_path, score_kind, input_kind, nan, time_limit, decode
                        progress=callback, warn=lambda message: warn("casper-solve", message),
                        decode_weights=decode_weights)  # fmt: skip
     if output is not None:
-        opt.refuse_terminal_binary(output)
+        run.refuse_binary_terminal("NPZ", output)
         io.write_arrays(output, cmd.projection_arrays(result), force=run.force)
     for row in result.rows:
         opt.print_json(row)
@@ -141,7 +141,7 @@ def gen(task, size, digits, n, n_test, output, seed, **_):
     from methodkit.tools.casper.tasks import dataset_bytes, generate
 
     run = Run.from_context()
-    opt.refuse_terminal_binary(output)
+    run.refuse_binary_terminal("NPZ", output)
     run.refuse_existing_output(output)
     guard_memory(dataset_bytes(task, size=size, digits=digits, n=n + n_test), f"a {task} dataset", "--n")
     arrays = generate(task, size=size, digits=digits, n=n, n_test=n_test, seed=seed)

@@ -136,6 +136,7 @@ def test_meta_record_and_force(tool, tmp_path):
         ["dar-backdoor", "apply", "--dataset", "fashion-mnist", "--rules", "r.jsonl"],
         ["irt-sim", "draw"],
         ["methodkit-sim", "scenes", "spec.json"],
+        ["casper-solve", "gen", "sudoku"],
     ],
 )
 def test_binary_output_to_a_terminal_is_refused(argv, tmp_path):
