@@ -97,6 +97,7 @@ def test_train_folder_and_pairs(pipeline):
 
     side = json.loads((pipeline / "cim" / "cim.json").read_text())
     assert side["sources"] == ["B", "S", "L"] and side["spec"]["embedder"] == "hash"
+    assert not (pipeline / "cim" / "pairs.ckpt.npz").exists()  # the pair-building checkpoint goes on success
     assert set(side["pair_counts"]) == {"B", "S", "L"} and side["judge_sources"] == {
         "offline": side["pair_counts"]["L"]
     }
