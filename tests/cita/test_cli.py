@@ -18,12 +18,10 @@ def test_help_has_examples_and_exit_status(run_cli, name):
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, train_file, run_cli_module):
-    """train.jsonl -> graph -> synthetic contexts -> a small model, through the executables."""
-    work = tmp_path_factory.mktemp("cita-cli")
-    for argv in (
-        ["cita-sim", "fit", train_file, "-o", work / "g.npz"],
-        ["cita-sim", "sample", "--graph", work / "g.npz", "-n", "12", "--seed", "3", "-o", work / "s.jsonl"],
+def pipeline(sim_files, train_file, run_cli_module):
+    """train.jsonl -> graph -> synthetic contexts (sim_files) -> a small model, through the executables."""
+    work = sim_files
+    proc = run_cli_module(
         [
             "cita-train",
             train_file,
@@ -40,10 +38,9 @@ def pipeline(tmp_path_factory, train_file, run_cli_module):
             work / "cim",
             "--save-pairs",
             work / "pairs.parquet",
-        ],
-    ):
-        proc = run_cli_module(argv)
-        assert proc.returncode == 0, proc.stderr.decode()
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
     return work
 
 
