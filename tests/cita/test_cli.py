@@ -138,6 +138,13 @@ def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_li
     assert not (pipeline / "x").exists()
     proc = run_cli(["cita-train", train_file, "--graph", pipeline / "g.npz", "-o", pipeline / "cim"])
     assert proc.returncode == 2 and b"--force" in proc.stderr
+    torn = pipeline / "torn"
+    torn.mkdir()
+    (torn / "pairs.ckpt.npz").write_bytes(b"cut short")
+    argv = ["cita-train", train_file, "--graph", pipeline / "g.npz", "--sources", "B,S", "--synthetic", "2", "-R", "4"]
+    proc = run_cli([*argv, "--resume", "-o", torn])
+    one_line_error(proc, "cita-train", "pairs.ckpt.npz: not a readable pair-building checkpoint")
+    assert sorted(p.name for p in torn.iterdir()) == ["pairs.ckpt.npz"]  # no model file written
 
 
 @pytest.mark.slow
