@@ -215,3 +215,31 @@ def test_logprob_soft_verdicts_constructed_case():
     ((y, w, src),) = judge.ask_pairs(soft, [(ctx, a, b)], 400, None, False)
     assert (y, w, src) == (pytest.approx(0.85), 1.0, "openai:fake")
     assert all(p["logprobs"] is True and p["top_logprobs"] == judge.TOP_LOGPROBS for p in seen)
+
+
+def test_logprob_soft_verdicts_through_a_cmd_endpoint(tmp_path):
+    """A local program answering chat-completions bodies with top_logprobs, asked through core/endpoint."""
+    import shlex
+    import sys
+
+    from methodkit.core.endpoint import Endpoint
+    from methodkit.core.endpoint.spec import parse_spec
+    from methodkit.tools.cita import judge
+
+    script = tmp_path / "judge.py"
+    script.write_text(
+        "import json, math, sys\n"
+        "body = json.load(sys.stdin)\n"
+        "text = body['messages'][-1]['content']\n"
+        "assert body['logprobs'] is True and body['top_logprobs'] == 5\n"
+        "p = 0.9 if text.index('\"good\"') < text.index('\"bad\"') else 0.2\n"
+        "letter = 'A' if p > 0.5 else 'B'\n"
+        "top = [{'token': 'A', 'logprob': math.log(p)}, {'token': 'B', 'logprob': math.log(1 - p)}]\n"
+        "lp = {'content': [{'token': letter, 'logprob': math.log(max(p, 1 - p)), 'top_logprobs': top}]}\n"
+        "print(json.dumps({'choices': [{'message': {'content': letter}, 'logprobs': lp}]}))\n"
+    )
+    endpoint = Endpoint(parse_spec(f"cmd:{shlex.join([sys.executable, str(script)])}"), concurrency=1)
+    ctx = {"instruction": ["x"], "tools": [], "history": []}
+    a, b = {"name": "good", "arguments": {}}, {"name": "bad", "arguments": {}}
+    ((y, w, _),) = judge.ask_pairs(endpoint, [(ctx, a, b)], 400, lambda *_: None, False)
+    assert (y, w) == (pytest.approx(0.85), 1.0)
