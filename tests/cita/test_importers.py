@@ -96,3 +96,21 @@ def test_cli_imports_and_refuses_malformed_files(run_cli, one_line_error, tmp_pa
     proc = run_cli(["cita-data", "cfb", bad, "-o", target, "--force"])
     one_line_error(proc, "cita-data", f"{bad.name}:2: conversations[0]: unknown role 3")
     assert target.read_text() == "old\n"
+
+
+def test_tau2_user_tool_calls_are_not_agent_steps():
+    """τ² telecom: the user runs tools of their own (requestor user); those are not the agent's steps."""
+    from methodkit.tools.cita.importers import tau2_results
+
+    user_call = {"id": "u1", "name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}
+    messages = [
+        {"role": "user", "content": "My phone has no signal."},
+        {"role": "assistant", "tool_calls": [{"id": "a1", "name": "get_line_status", "arguments": {"line": "L1"}}]},
+        {"role": "user", "content": None, "tool_calls": [user_call]},
+        {"role": "tool", "id": "u1", "content": "airplane mode off", "requestor": "user"},
+        {"role": "tool", "id": "a1", "content": "active", "requestor": "assistant"},
+    ]
+    doc = {"simulations": [{"task_id": "t", "messages": messages, "reward_info": {"reward": 1}}]}
+    (record,) = tau2_results(json.dumps(doc), "r.json")
+    assert [(s["call"]["name"], s["observation"]) for s in record["steps"]] == [("get_line_status", "active")]
+    assert record["instruction"] == ["My phone has no signal."]

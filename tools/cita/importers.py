@@ -118,8 +118,11 @@ def tau2_results(text: str, name: str, split_seed: int = 0, test_fraction: float
             at = f"{where}.messages[{m}]"
             msg = _obj(msg, at, "a message")
             role = msg.get("role")
-            if role == "user":
-                instruction.append(_text(msg.get("content")))
+            if role == "user":  # a user's own tool calls (τ² telecom) are the environment's, not steps
+                if msg.get("content") or not msg.get("tool_calls"):
+                    instruction.append(_text(msg.get("content")))
+            elif role == "tool" and msg.get("requestor") == "user":
+                continue
             elif role == "assistant":
                 for c, call in enumerate(msg.get("tool_calls") or []):
                     call = _obj(call, f"{at}.tool_calls[{c}]", "a tool call")
