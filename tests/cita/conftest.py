@@ -55,3 +55,11 @@ def sim_files(tmp_path_factory, train_file):
         proc = _run(argv)
         assert proc.returncode == 0, proc.stderr.decode()
     return work
+
+
+@pytest.fixture(scope="session")
+def small_train_file(train_file):
+    """The first 12 trajectories of train.jsonl: enough tasks for the CLI's training runs, and faster."""
+    path = train_file.parent / "train12.jsonl"
+    path.write_text("".join(train_file.read_text().splitlines(keepends=True)[:12]))
+    return path

@@ -18,13 +18,13 @@ def test_help_has_examples_and_exit_status(run_cli, name):
 
 
 @pytest.fixture(scope="module")
-def pipeline(sim_files, train_file, run_cli_module):
+def pipeline(sim_files, small_train_file, run_cli_module):
     """train.jsonl -> graph -> synthetic contexts (sim_files) -> a small model, through the executables."""
     work = sim_files
     proc = run_cli_module(
         [
             "cita-train",
-            train_file,
+            small_train_file,
             "--graph",
             work / "g.npz",
             "--synthetic",
@@ -129,19 +129,21 @@ def test_rank_refuses_another_embedder(pipeline, run_cli, one_line_error, tmp_pa
     one_line_error(run_cli(["cita-rank", tmp_path, pipeline / "s.jsonl"]), "cita-rank", "not a cita-train model")
 
 
-def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_line_error, train_file):
+def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_line_error, small_train_file):
     one_line_error(
-        run_cli(["cita-train", train_file, "--graph", pipeline / "g.npz", "--sources", "S", "-o", pipeline / "x"]),
+        run_cli(
+            ["cita-train", small_train_file, "--graph", pipeline / "g.npz", "--sources", "S", "-o", pipeline / "x"]
+        ),
         "cita-train",
         "--sources S",
     )
     assert not (pipeline / "x").exists()
-    proc = run_cli(["cita-train", train_file, "--graph", pipeline / "g.npz", "-o", pipeline / "cim"])
+    proc = run_cli(["cita-train", small_train_file, "--graph", pipeline / "g.npz", "-o", pipeline / "cim"])
     assert proc.returncode == 2 and b"--force" in proc.stderr
     torn = pipeline / "torn"
     torn.mkdir()
     (torn / "pairs.ckpt.npz").write_bytes(b"cut short")
-    argv = ["cita-train", train_file, "--graph", pipeline / "g.npz", "--sources", "B,S", "--synthetic", "2", "-R", "4"]
+    argv = ["cita-train", small_train_file, "--graph", pipeline / "g.npz", "--sources", "B,S", "--synthetic", "2"]
     proc = run_cli([*argv, "--resume", "-o", torn])
     one_line_error(proc, "cita-train", "pairs.ckpt.npz: not a readable pair-building checkpoint")
     assert sorted(p.name for p in torn.iterdir()) == ["pairs.ckpt.npz"]  # no model file written

@@ -65,11 +65,11 @@ def test_lambdarank_ranks_the_constructed_case():
 
 
 @pytest.fixture(scope="module")
-def gbdt_folder(sim_files, train_file):
+def gbdt_folder(sim_files, small_train_file):
     from tests.conftest import _run
 
     work = sim_files
-    argv = ["cita-train", train_file, "--graph", work / "g.npz", "--ranker", "gbdt", "--trees", "30"]
+    argv = ["cita-train", small_train_file, "--graph", work / "g.npz", "--ranker", "gbdt", "--trees", "30"]
     proc = _run([*argv, "--sources", "B,L", "-q", "-o", work / "gb"])
     assert proc.returncode == 0, proc.stderr.decode()
     return work
