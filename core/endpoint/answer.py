@@ -7,13 +7,16 @@ from dataclasses import asdict, dataclass, fields
 
 @dataclass(frozen=True)
 class Answer:
-    """The text a model answered. `cached` says it came from the response cache without a request."""
+    """The text a model answered. `cached` says it came from the response cache without a request.
+    `logprobs`: the top log-probabilities of the first answer token ({token: logprob}) when the request
+    asked for them (params logprobs/top_logprobs) and the server returned them."""
 
     text: str
     model: str | None = None
     finish_reason: str | None = None
     usage: dict | None = None
     cached: bool = False
+    logprobs: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -52,4 +55,16 @@ def answer_from_completion(body) -> Answer:
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else None
     model = body.get("model") if isinstance(body.get("model"), str) else None
     reason = choices[0].get("finish_reason")
-    return Answer(content or "", model, reason if isinstance(reason, str) else None, usage)
+    return Answer(
+        content or "", model, reason if isinstance(reason, str) else None, usage, logprobs=_first_top(choices[0])
+    )
+
+
+def _first_top(choice: dict) -> dict | None:
+    """{token: logprob} of the first token's top_logprobs in a chat-completions choice, else None."""
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        return None
+    top = content[0].get("top_logprobs") or [content[0]]
+    out = {t["token"]: float(t["logprob"]) for t in top if isinstance(t, dict) and "token" in t and "logprob" in t}
+    return out or None

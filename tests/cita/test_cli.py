@@ -18,15 +18,13 @@ def test_help_has_examples_and_exit_status(run_cli, name):
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory, train_file, run_cli_module):
-    """train.jsonl -> graph -> synthetic contexts -> a small model, through the executables."""
-    work = tmp_path_factory.mktemp("cita-cli")
-    for argv in (
-        ["cita-sim", "fit", train_file, "-o", work / "g.npz"],
-        ["cita-sim", "sample", "--graph", work / "g.npz", "-n", "12", "--seed", "3", "-o", work / "s.jsonl"],
+def pipeline(sim_files, small_train_file, run_cli_module):
+    """train.jsonl -> graph -> synthetic contexts (sim_files) -> a small model, through the executables."""
+    work = sim_files
+    proc = run_cli_module(
         [
             "cita-train",
-            train_file,
+            small_train_file,
             "--graph",
             work / "g.npz",
             "--synthetic",
@@ -40,10 +38,9 @@ def pipeline(tmp_path_factory, train_file, run_cli_module):
             work / "cim",
             "--save-pairs",
             work / "pairs.parquet",
-        ],
-    ):
-        proc = run_cli_module(argv)
-        assert proc.returncode == 0, proc.stderr.decode()
+        ]
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
     return work
 
 
@@ -97,6 +94,7 @@ def test_train_folder_and_pairs(pipeline):
 
     side = json.loads((pipeline / "cim" / "cim.json").read_text())
     assert side["sources"] == ["B", "S", "L"] and side["spec"]["embedder"] == "hash"
+    assert not (pipeline / "cim" / "pairs.ckpt.npz").exists()  # the pair-building checkpoint goes on success
     assert set(side["pair_counts"]) == {"B", "S", "L"} and side["judge_sources"] == {
         "offline": side["pair_counts"]["L"]
     }
@@ -131,15 +129,24 @@ def test_rank_refuses_another_embedder(pipeline, run_cli, one_line_error, tmp_pa
     one_line_error(run_cli(["cita-rank", tmp_path, pipeline / "s.jsonl"]), "cita-rank", "not a cita-train model")
 
 
-def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_line_error, train_file):
+def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_line_error, small_train_file):
     one_line_error(
-        run_cli(["cita-train", train_file, "--graph", pipeline / "g.npz", "--sources", "S", "-o", pipeline / "x"]),
+        run_cli(
+            ["cita-train", small_train_file, "--graph", pipeline / "g.npz", "--sources", "S", "-o", pipeline / "x"]
+        ),
         "cita-train",
         "--sources S",
     )
     assert not (pipeline / "x").exists()
-    proc = run_cli(["cita-train", train_file, "--graph", pipeline / "g.npz", "-o", pipeline / "cim"])
+    proc = run_cli(["cita-train", small_train_file, "--graph", pipeline / "g.npz", "-o", pipeline / "cim"])
     assert proc.returncode == 2 and b"--force" in proc.stderr
+    torn = pipeline / "torn"
+    torn.mkdir()
+    (torn / "pairs.ckpt.npz").write_bytes(b"cut short")
+    argv = ["cita-train", small_train_file, "--graph", pipeline / "g.npz", "--sources", "B,S", "--synthetic", "2"]
+    proc = run_cli([*argv, "--resume", "-o", torn])
+    one_line_error(proc, "cita-train", "pairs.ckpt.npz: not a readable pair-building checkpoint")
+    assert sorted(p.name for p in torn.iterdir()) == ["pairs.ckpt.npz"]  # no model file written
 
 
 @pytest.mark.slow

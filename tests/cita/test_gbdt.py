@@ -65,31 +65,13 @@ def test_lambdarank_ranks_the_constructed_case():
 
 
 @pytest.fixture(scope="module")
-def gbdt_folder(tmp_path_factory, train_file):
+def gbdt_folder(sim_files, small_train_file):
     from tests.conftest import _run
 
-    work = tmp_path_factory.mktemp("cita-gbdt")
-    for argv in (
-        ["cita-sim", "fit", train_file, "-o", work / "g.npz"],
-        ["cita-sim", "sample", "--graph", work / "g.npz", "-n", "8", "--seed", "5", "-o", work / "s.jsonl"],
-        [
-            "cita-train",
-            train_file,
-            "--graph",
-            work / "g.npz",
-            "--ranker",
-            "gbdt",
-            "--trees",
-            "30",
-            "--sources",
-            "B,L",
-            "-q",
-            "-o",
-            work / "gb",
-        ],
-    ):
-        proc = _run(argv)
-        assert proc.returncode == 0, proc.stderr.decode()
+    work = sim_files
+    argv = ["cita-train", small_train_file, "--graph", work / "g.npz", "--ranker", "gbdt", "--trees", "30"]
+    proc = _run([*argv, "--sources", "B,L", "-q", "-o", work / "gb"])
+    assert proc.returncode == 0, proc.stderr.decode()
     return work
 
 

@@ -182,3 +182,64 @@ def test_endpoint_judge_cancels_position_bias():
     babble = _FakeEndpoint(lambda text: "maybe")
     assert judge.ask_pairs(babble, [(ctx, a, b)], 400, None, False) == [(0.5, 0.0, "openai:fake")]
     assert babble.asked == 4  # one stricter re-ask per unparsable answer
+
+
+def test_logprob_soft_verdicts_constructed_case():
+    import math
+
+    from methodkit.core.endpoint.answer import answer_from_completion
+    from methodkit.tools.cita import judge
+
+    assert judge.soft_a({"A": math.log(0.6), " b": math.log(0.2), "C": math.log(0.2)}) == pytest.approx(0.75)
+    assert judge.soft_a({"C": 0.0}) is None and judge.soft_a(None) is None
+    assert judge.pair_label(("A", 0.8), ("B", 0.3)) == (pytest.approx(0.75), 1.0)  # mean of 0.8 and 1 - 0.3
+    assert judge.pair_label(("A", 0.9), ("A", 0.6)) == (0.5, 0.0)  # position-dependent: no information
+    assert judge.pair_label(("A", None), ("B", 0.2)) == (1.0, 1.0)  # one order without log-probs: hard
+
+    def body(letter, p_a):  # a chat-completions body with the first token's top_logprobs
+        top = [{"token": "A", "logprob": math.log(p_a)}, {"token": "B", "logprob": math.log(1 - p_a)}]
+        lp = {"content": [{"token": letter, "logprob": math.log(max(p_a, 1 - p_a)), "top_logprobs": top}]}
+        return {"choices": [{"message": {"content": letter}, "logprobs": lp}]}
+
+    seen = []
+
+    class Soft(_FakeEndpoint):
+        def ask_many(self, requests, progress=None, phase=None):
+            seen.extend(r.params for r in requests)
+            return [answer_from_completion(self.rule(r.messages[-1]["content"])) for r in requests]
+
+    ctx = {"instruction": ["x"], "tools": [], "history": []}
+    a, b = {"name": "good", "arguments": {}}, {"name": "bad", "arguments": {}}
+    # P(A) = 0.9 when "good" is shown first, 0.2 when it is shown second: P(good better) = (0.9 + 0.8) / 2
+    soft = Soft(lambda text: body("A", 0.9) if text.index('"good"') < text.index('"bad"') else body("B", 0.2))
+    ((y, w, src),) = judge.ask_pairs(soft, [(ctx, a, b)], 400, None, False)
+    assert (y, w, src) == (pytest.approx(0.85), 1.0, "openai:fake")
+    assert all(p["logprobs"] is True and p["top_logprobs"] == judge.TOP_LOGPROBS for p in seen)
+
+
+def test_logprob_soft_verdicts_through_a_cmd_endpoint(tmp_path):
+    """A local program answering chat-completions bodies with top_logprobs, asked through core/endpoint."""
+    import shlex
+    import sys
+
+    from methodkit.core.endpoint import Endpoint
+    from methodkit.core.endpoint.spec import parse_spec
+    from methodkit.tools.cita import judge
+
+    script = tmp_path / "judge.py"
+    script.write_text(
+        "import json, math, sys\n"
+        "body = json.load(sys.stdin)\n"
+        "text = body['messages'][-1]['content']\n"
+        "assert body['logprobs'] is True and body['top_logprobs'] == 5\n"
+        "p = 0.9 if text.index('\"good\"') < text.index('\"bad\"') else 0.2\n"
+        "letter = 'A' if p > 0.5 else 'B'\n"
+        "top = [{'token': 'A', 'logprob': math.log(p)}, {'token': 'B', 'logprob': math.log(1 - p)}]\n"
+        "lp = {'content': [{'token': letter, 'logprob': math.log(max(p, 1 - p)), 'top_logprobs': top}]}\n"
+        "print(json.dumps({'choices': [{'message': {'content': letter}, 'logprobs': lp}]}))\n"
+    )
+    endpoint = Endpoint(parse_spec(f"cmd:{shlex.join([sys.executable, str(script)])}"), concurrency=1)
+    ctx = {"instruction": ["x"], "tools": [], "history": []}
+    a, b = {"name": "good", "arguments": {}}, {"name": "bad", "arguments": {}}
+    ((y, w, _),) = judge.ask_pairs(endpoint, [(ctx, a, b)], 400, lambda *_: None, False)
+    assert (y, w) == (pytest.approx(0.85), 1.0)

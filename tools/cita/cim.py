@@ -78,9 +78,15 @@ def build_pairs(
     strict: bool = False,
     progress=None,
     warn=None,
+    checkpoint=None,
+    resume: bool = False,
 ) -> PairSet:
     """Pairs from behaviour (real contexts: logged call ≻ each negative), the simulator (real + synthetic
-    contexts: V_sim differences) and the judge (real contexts: logged call vs each negative, order shuffled)."""
+    contexts: V_sim differences) and the judge (real contexts: logged call vs each negative, order shuffled).
+    With `checkpoint` (a path) the simulator values are saved chunk by chunk, and `resume` continues a
+    checkpoint of the same job (tools/cita/resume.py); the judge resumes from core/endpoint's cache."""
+    from methodkit.tools.cita import resume as rs
+
     sources = tuple(sources)
     contexts = list(real) + (list(synthetic) if "S" in sources else [])
     n_real = len(real)
@@ -102,7 +108,7 @@ def build_pairs(
             for k in range(1, len(contexts[c]["candidates"])):
                 add(point[(c, 0)], point[(c, k)], 1.0, 1.0, "B")
     if "S" in sources:
-        vals = simulate.values(graph, contexts, sim_cfg)
+        vals = rs.values(graph, contexts, sim_cfg, checkpoint, resume, progress=progress)
         for c, (mean, std) in enumerate(vals):
             K = len(mean)
             for k in range(K):

@@ -1,7 +1,8 @@
 """Source L: LLM-based comparison of two candidate next calls, or the deterministic offline judge.
 
 The endpoint judge asks each pair in both orders (A/B swapped) to cancel position bias: y = mean of the
-two verdicts, inconsistent verdicts give y = 0.5 with weight 0. The offline judge scores a call by
+two verdicts, inconsistent verdicts give y = 0.5 with weight 0. When the server returns log-probabilities
+of the first answer token, each verdict is soft: P(A) = softmax over the "A" and "B" tokens' masses. The offline judge scores a call by
 cos(e(current turn ⊕ last observation), e(description ⊕ args)) + 0.5·grounded − 0.5·[repeat of an
 earlier call] − 0.3·[mutating and not lexically requested], y = σ((score_a − score_b)/0.1).
 """
@@ -77,21 +78,58 @@ def prompt(ctx: dict, a: dict, b: dict, max_obs_chars: int = 400) -> str:
 
 
 STRICT_SUFFIX = "\nReply with exactly one letter: A or B."
+TOP_LOGPROBS = 5
+
+
+def soft_a(logprobs) -> float | None:
+    """P(A) from a first token's top log-probabilities {token: logprob}: the masses of the tokens that
+    read "A" and "B" (case and spaces ignored) renormalised; None when neither is among them."""
+    if not logprobs:
+        return None
+    mass = {"A": [], "B": []}
+    for token, lp in logprobs.items():
+        key = str(token).strip().upper()
+        if key in mass and math.isfinite(lp):
+            mass[key].append(lp)
+    if not mass["A"] and not mass["B"]:
+        return None
+    top = max(mass["A"] + mass["B"])
+    a, b = (sum(math.exp(lp - top) for lp in mass[k]) for k in "AB")
+    return a / (a + b)
+
+
+def pair_label(first, second) -> tuple[float, float]:
+    """(y, w) for candidate a from its two verdicts: `first` asked with a as A, `second` with a as B; each
+    (letter or None, P(A) or None). Unparsable or position-dependent letters: (0.5, 0); agreeing ones:
+    w = 1 and y = the mean of P(a better) over both orders, soft where both carry P(A), else 0 or 1."""
+    (v1, p1), (v2, p2) = first, second
+    if v1 is None or v2 is None or (v1 == "A") != (v2 == "B"):
+        return 0.5, 0.0
+    if p1 is not None and p2 is not None:
+        return (p1 + (1.0 - p2)) / 2.0, 1.0
+    return float(v1 == "A"), 1.0
 
 
 def _verdicts(endpoint, prompts: list[str], progress):
-    """Parsed A/B verdicts of the prompts; an answer that is neither is asked once more, stricter."""
+    """(letter, P(A)) verdicts of the prompts (letter None if unparsable, P(A) None without log-probs);
+    an answer that is neither A nor B is asked once more, stricter."""
     from methodkit.core.endpoint import Request
     from methodkit.core.endpoint.parse import parse_choice
 
-    ask = [Request.user(text, max_tokens=4, temperature=0) for text in prompts]
-    parsed = [parse_choice(a.text, "AB") for a in endpoint.ask_many(ask, progress=progress, phase="judge")]
-    again = [i for i, p in enumerate(parsed) if not p.ok]
+    params = {"max_tokens": 4, "temperature": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
+
+    def read(answer):
+        p = parse_choice(answer.text, "AB")
+        return (p.value, soft_a(answer.logprobs)) if p.ok else (None, None)
+
+    ask = [Request.user(text, **params) for text in prompts]
+    out = [read(a) for a in endpoint.ask_many(ask, progress=progress, phase="judge")]
+    again = [i for i, v in enumerate(out) if v[0] is None]
     if again:
-        retry = [Request.user(prompts[i] + STRICT_SUFFIX, max_tokens=4, temperature=0) for i in again]
+        retry = [Request.user(prompts[i] + STRICT_SUFFIX, **params) for i in again]
         for i, answer in zip(again, endpoint.ask_many(retry, progress=progress, phase="judge re-ask")):
-            parsed[i] = parse_choice(answer.text, "AB")
-    return [p.value if p.ok else None for p in parsed]
+            out[i] = read(answer)
+    return out
 
 
 def ask_pairs(endpoint, items: list, max_obs_chars: int, progress, strict: bool):
@@ -110,11 +148,4 @@ def ask_pairs(endpoint, items: list, max_obs_chars: int, progress, strict: bool)
             raise
         return [None] * len(items)
     source = endpoint.spec.text
-    out = []
-    for p in range(len(items)):
-        first, second = verdicts[2 * p], verdicts[2 * p + 1]
-        if first is None or second is None or (first == "A") != (second == "B"):
-            out.append((0.5, 0.0, source))  # unparsable or position-dependent: no information
-        else:
-            out.append((float(first == "A"), 1.0, source))
-    return out
+    return [(*pair_label(verdicts[2 * p], verdicts[2 * p + 1]), source) for p in range(len(items))]
