@@ -1,8 +1,10 @@
-"""The options of `autoscale-mix run` (kept beside the command so that the command stays thin)."""
+"""The options of `autoscale-mix run` and the verbs' small helpers (kept beside the command so that it stays thin)."""
 
 from __future__ import annotations
 
 import click
+
+from methodkit.cli._common import OutputPath, Run
 
 METHODS = ("autoscale", "vanilla", "real-only", "all-synth", "domain-cls", "knn-real", "doremi", "regmix")
 
@@ -24,6 +26,8 @@ def planner_options(f):
                      show_default=True, help="Cluster-GA gradient: look-ahead hypergradient or black-box SPSA."),
         click.option("--apply", "apply_", type=click.Choice(("resample", "reweight")), default="resample",
                      show_default=True, help="Use the weights by selecting quotas, or also as sample weights."),
+        click.option("--eval", "eval_", type=click.Choice(("open-loop", "closed-loop")), default="open-loop",
+                     show_default=True, help="Feedback: PDMS of val snapshots, or val routes driven closed loop."),
         click.option("--warm-start", is_flag=True,
                      help="Train each round from the previous round's planner instead of the same init."),
         click.option("--allow-overlap", is_flag=True, help="Accept val/test scenes inside the training pools."),
@@ -33,3 +37,27 @@ def planner_options(f):
     ]):  # fmt: skip
         f = option(f)
     return f
+
+
+def synthetic_backend(f):
+    return click.option("--synthetic-backend", type=click.Choice(("native", "highway-env")), default="native",
+                        show_default=True, help="Simulator recording the synthetic traffic's futures "
+                        "(highway-env: the real package, slow; needs methodkit[autoscale]).")(f)  # fmt: skip
+
+
+def out_dir(help_text: str, required: bool = True):
+    return click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), required=required,
+                        metavar="DIR", help=help_text)  # fmt: skip
+
+
+def write_files(run: Run, folder, files: dict) -> None:
+    from methodkit.tools.autoscale.files import write_folder
+
+    write_folder(folder, files, run.claim_outputs)
+
+
+def log(run: Run, message: str) -> None:
+    if run.verbose and not run.quiet:
+        from methodkit.cli._common import err_console
+
+        err_console().print(f"autoscale-mix: {message}", markup=False)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._autoscale_options import planner_options
+from methodkit.cli._autoscale_options import log as _log
+from methodkit.cli._autoscale_options import out_dir as _out_dir
+from methodkit.cli._autoscale_options import planner_options, synthetic_backend
+from methodkit.cli._autoscale_options import write_files as _write_files
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, tool_group
 
 DEMO = [
@@ -47,17 +50,6 @@ def main():
     """
 
 
-def _out_dir(help_text: str, required: bool = True):
-    return click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), required=required,
-                        metavar="DIR", help=help_text)  # fmt: skip
-
-
-def _write_files(run: Run, folder, files: dict) -> None:
-    from methodkit.tools.autoscale.files import write_folder
-
-    write_folder(folder, files, run.claim_outputs)
-
-
 @main.command("pools")
 @click.argument("spec", required=False, metavar="[SPEC.json]")
 @_out_dir("Folder for real.npz, synth.npz, val.npz, test.npz and scenes.csv. [required]")
@@ -65,25 +57,28 @@ def _write_files(run: Run, folder, files: dict) -> None:
 @click.option("--synth", type=click.IntRange(min=20), default=None, help="Synthetic scenes [default: 30000].")
 @click.option("--val", type=click.IntRange(min=20), default=None, help="Val scenes (GA feedback) [default: 600].")
 @click.option("--test", type=click.IntRange(min=20), default=None, help="Test scenes [default: 1200].")
+@synthetic_backend
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def pools_cmd(spec, out_dir, real, synth, val, test, **_):
+def pools_cmd(spec, out_dir, real, synth, val, test, synthetic_backend, **_):
     """Generate the real train pool, the synthetic pool and the real-domain val/test sets.
 
     SPEC.json may set seed, real, synth, val, test, real_rare (share of each rare type in the real
     train pool, default 0.02), eval_rare (rare share of val/test, default 0.25) and synth_mix (share
     per generator: cruise, cruise-dense, jam, cut-in, stopped, merge, lane-drop, empty, six-lane,
     reckless). Without it the built-in spec is used; --seed and the size options override it. Every
-    scene carries its 16 candidate plans and their PDM sub-scores.
+    scene carries its 16 candidate plans and their PDM sub-scores. --synthetic-backend highway-env
+    records the synthetic traffic's 4 s futures in highway-env itself (a cross-simulator gap).
 
     \b
     EXAMPLES
       autoscale-mix pools -o pools
       autoscale-mix pools -o small --real 600 --synth 6000 --val 200 --test 400 --seed 1
+      autoscale-mix pools -o hwe --synth 2000 --synthetic-backend highway-env
 
     \b
     EXIT STATUS
       0  success
-      2  bad usage or a bad spec (the key is named)
+      2  bad usage, a bad spec (the key is named), highway-env not installed
       130  interrupted
     """
     import pandas as pd
@@ -100,10 +95,11 @@ def pools_cmd(spec, out_dir, real, synth, val, test, **_):
             if value is not None:
                 obj[key] = value
     ps = PL.parse_spec(obj, spec or "spec")
+    PL.require_backend(synthetic_backend)
     built, rows, summary = {}, [], {"seed": ps.seed}
     with run.progress() as cb:
         for pool in PL.POOLS:
-            arrays, meta, r = PL.build_pool(pool, ps, progress=cb)
+            arrays, meta, r = PL.build_pool(pool, ps, progress=cb, backend=synthetic_backend)
             built[pool] = (arrays, meta)
             rows += r
             summary[pool] = pools_summary(r, arrays["cand_scores"], arrays["expert_index"])
@@ -169,21 +165,22 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
 @planner_options
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
 def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_size, rho, eta, ga_estimator, apply_,
-            warm_start, allow_overlap, emb_path, resume, **_):  # fmt: skip
+            eval_, warm_start, allow_overlap, emb_path, resume, **_):  # fmt: skip
     """Run the closed loop (or a baseline) on a pools folder and print the final JSON.
 
     Each round: quotas n_k from the cluster weights, cluster-guided retrieval of synthetic scenes
     near the val failures of the round before, a planner trained on real + selected (a fixed
-    budget, the same init each round unless --warm-start), PDMS feedback on val, and a Cluster-GA step on the weights
-    (trust region: a drop of more than 0.5 PDMS reverts the step and halves eta). The planner of
-    the best val round is kept and scored on test. Every round leaves a checkpoint in
-    DIR/checkpoints; --resume continues an interrupted run after its last completed round.
+    budget, the same init each round unless --warm-start), feedback on val (PDMS, or with --eval
+    closed-loop the planner driving the val routes in the highway simulator), and a Cluster-GA step
+    (a drop of more than 0.5 in the feedback reverts it and halves eta). The best val round's planner
+    is scored on test. Every round leaves a checkpoint in DIR/checkpoints; --resume continues after it.
 
     \b
     EXAMPLES
       autoscale-mix run pools -o run-as --budget 3000 --rounds 6
       autoscale-mix run pools -o run-dc --method domain-cls --budget 3000
       autoscale-mix run pools -o run-sp --ga-estimator spsa --rounds 4
+      autoscale-mix run pools -o run-cl --eval closed-loop
       autoscale-mix run pools -o run-as --budget 3000 --rounds 6 --resume
 
     \b
@@ -200,7 +197,7 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     run.threads()
     cfg = runner.config(method=method, budget=budget, rounds=rounds, clusters=clusters, steps=steps,
                         batch_size=batch_size, rho=rho, eta=eta, estimator=ga_estimator, apply=apply_,
-                        warm_start=warm_start)  # fmt: skip
+                        warm_start=warm_start, evaluate=eval_)  # fmt: skip
     arrays, metas = data.read_folder(pools_dir)
     if not allow_overlap:
         data.check_leakage(arrays)
@@ -210,13 +207,6 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
                                    ckpt_dir=out_dir, resume=resume)  # fmt: skip
     _write_files(run, out_dir, files)
     run.emit_result(result)
-
-
-def _log(run: Run, message: str) -> None:
-    if run.verbose and not run.quiet:
-        from methodkit.cli._common import err_console
-
-        err_console().print(f"autoscale-mix: {message}", markup=False)
 
 
 @main.command("eval")

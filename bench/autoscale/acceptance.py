@@ -5,7 +5,7 @@
 Per seed, through the installed executable (one thread):
   autoscale-mix pools  -o S/pools --real R --synth N --val V --test T --seed s
   autoscale-mix embed  S/pools --seed s
-  autoscale-mix run    S/pools -o S/M --method M --budget B --rounds 5 --clusters 16 --steps 1000 --seed s
+  autoscale-mix run    S/pools -o S/M --method M --budget B --rounds 5 --clusters 16 --steps 1000 --seed s [--run-args]
 for M in autoscale, vanilla, domain-cls, real-only, knn-real, and vanilla at 4 B (the data-efficiency
 check); --real-rare sets the share of each rare type in the real train pool (the scene bias), --methods
 the method@budget list. One JSON line per (seed, method) goes to --out; the summary table is printed at the end.
@@ -38,7 +38,7 @@ def sh(args: list[str]) -> str:
     return proc.stdout.strip().splitlines()[-1]
 
 
-def one_seed(seed: int, work: Path, out, real_rare: float, methods) -> None:
+def one_seed(seed: int, work: Path, out, real_rare: float, methods, run_args=()) -> None:
     pools = work / f"s{seed}" / "pools"
     t0 = time.monotonic()
     spec = work / f"spec{seed}.json"
@@ -57,9 +57,10 @@ def one_seed(seed: int, work: Path, out, real_rare: float, methods) -> None:
         t1 = time.monotonic()
         run_dir = work / f"s{seed}" / f"{method}-{budget}"
         res = json.loads(sh(["autoscale-mix", "run", str(pools), "-o", str(run_dir), "--method", method,
-                             "--budget", str(budget), *LOOP, "--seed", str(seed)]))  # fmt: skip
+                             "--budget", str(budget), *LOOP, "--seed", str(seed), *run_args]))  # fmt: skip
         res["seconds"] = time.monotonic() - t1
         res["real_rare"] = real_rare
+        res["run_args"] = " ".join(run_args)
         out.write(json.dumps({"verb": "run", **res}) + "\n")
         out.flush()
         print(f"seed {seed} {method}@{budget}: test PDMS {res['test']['pdms']:.2f} ({res['seconds']:.0f} s)",
@@ -73,7 +74,7 @@ def summary(path: Path) -> None:
     runs = [r for r in rows if r["verb"] == "run"]
     table: dict = {}
     for r in runs:
-        key = f"real_rare={r.get('real_rare', 0.02)}  {r['method']}@{r['budget']}"
+        key = f"real_rare={r.get('real_rare', 0.02)}  {r['method']}@{r['budget']} {r.get('run_args', '')}".strip()
         table.setdefault(key, []).append((r["seed"], r["test"]["pdms"]))
     print("config  method  seeds  test_pdms_mean  per_seed(seed:pdms)")
     for key, vals in sorted(table.items()):
@@ -102,6 +103,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).with_name("acceptance.jsonl")))
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--real-rare", type=float, default=0.02, help="share of each rare type in the real train pool")
+    ap.add_argument("--run-args", default="", help="extra `run` options, e.g. '--eval closed-loop'")
     ap.add_argument("--methods", default=",".join(f"{m}@{b}" for m, b in METHODS), help="method@budget,...")
     args = ap.parse_args()
     out_path = Path(args.out)
@@ -109,7 +111,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="autoscale-acc-") as work, open(out_path, "a") as out:
             for seed in [int(s) for s in args.seeds.split(",")]:
                 methods = [(m.split("@")[0], int(m.split("@")[1])) for m in args.methods.split(",")]
-                one_seed(seed, Path(work), out, args.real_rare, methods)
+                one_seed(seed, Path(work), out, args.real_rare, methods, args.run_args.split())
     summary(out_path)
 
 

@@ -15,6 +15,7 @@ from methodkit.tools.autoscale import planner as P
 
 METHODS = ("autoscale", "vanilla", "real-only", "all-synth", "domain-cls", "knn-real", "doremi", "regmix")
 ESTIMATORS = ("hypergrad", "spsa")
+EVALS = ("open-loop", "closed-loop")
 APPLY = ("resample", "reweight")
 FAIL_PDMS = 0.8
 
@@ -37,6 +38,7 @@ class LoopConfig:
     regmix_proxies: int = 16
     regmix_candidates: int = 10000
     doremi_steps: int = 20
+    evaluate: str = "open-loop"  # the feedback: NAVSIM PDMS on val snapshots, or closed-loop routes on val
     planner: P.PlannerConfig = field(default_factory=P.PlannerConfig)
 
 
@@ -49,6 +51,7 @@ class Pools:
     emb: dict  # pool -> embeddings [n, d]
     synth_tags: np.ndarray
     synth_gens: np.ndarray
+    routes: dict = field(default_factory=dict)  # pool -> closedloop.Routes (closed-loop evaluation)
 
     def x(self, pool: str) -> np.ndarray:
         cache = self.__dict__.setdefault("_x", {})
@@ -90,6 +93,25 @@ def check(cfg: LoopConfig, n_synth: int) -> None:
         raise UsageError(f"--clusters {cfg.clusters} is outside [2, {n_synth}] (the synthetic pool's size)")
     if cfg.rounds < 1:
         raise UsageError(f"--rounds must be >= 1, got {cfg.rounds}")
+    if cfg.evaluate not in EVALS:
+        raise UsageError(f"--eval must be one of {', '.join(EVALS)}, got {cfg.evaluate!r}")
+
+
+def feedback_of(val_sum: dict) -> float:
+    """J of a round: the closed-loop score where the round was evaluated closed loop, else val PDMS."""
+    return val_sum["closed_loop"]["score"] if "closed_loop" in val_sum else val_sum["pdms"]
+
+
+def score_set(model, pools: Pools, pool: str, cfg: LoopConfig) -> tuple[dict, np.ndarray]:
+    """(summary, per-scene feedback score in [0, 1]) of the planner on val or test: the PDMS sub-scores and,
+    closed loop, the route scores of tools.autoscale.closedloop under "closed_loop"."""
+    summary, per = P.evaluate(P.choose(model, pools.x(pool)), getattr(pools, pool)["cand_scores"])
+    if cfg.evaluate != "closed-loop":
+        return summary, per[:, 5]
+    from methodkit.tools.autoscale import closedloop
+
+    cl, cl_per = closedloop.drive(model, pools.routes[pool])
+    return {**summary, "closed_loop": cl}, cl_per[:, 2]
 
 
 def _train_eval(pools: Pools, sel: np.ndarray, cfg: LoopConfig, seed: int, weights=None, snapshots=0, progress=None,
@@ -97,9 +119,8 @@ def _train_eval(pools: Pools, sel: np.ndarray, cfg: LoopConfig, seed: int, weigh
     pc = cfg.planner if steps is None else P.PlannerConfig(**{**asdict(cfg.planner), "steps": steps})
     data = P.TrainData(pools.x("real"), pools.y("real"), pools.x("synth")[sel], pools.y("synth")[sel], weights)
     model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress, init_state=init_state)
-    val_choice = P.choose(model, pools.x("val"))
-    val_sum, val_per = P.evaluate(val_choice, pools.val["cand_scores"])
-    return model, states, val_sum, val_per
+    val_sum, val_s = score_set(model, pools, "val", cfg)
+    return model, states, val_sum, val_s
 
 
 def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_dir=None, resume: bool = False,
@@ -181,12 +202,12 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_
             # reweight: every selected sample weighted by its cluster's weight over its selected count
             counts = np.bincount(syn_c[sel], minlength=k)
             weights = w[syn_c[sel]] / np.maximum(counts[syn_c[sel]], 1)
-        model, states, val_sum, val_per = _train_eval(
+        model, states, val_sum, val_s = _train_eval(
             pools, sel, cfg, seed, weights=weights, snapshots=cfg.ga_checkpoints if cfg.method == "autoscale" else 0,
             progress=progress, init_state=last_state if cfg.warm_start else None,
         )  # fmt: skip
         last_state = {k_: v.detach().clone() for k_, v in model.state_dict().items()}
-        j = val_sum["pdms"]
+        j = feedback_of(val_sum)
         record = {"round": r, "method": cfg.method, "val": val_sum, "n_selected": int(len(sel)),
                   "reckless_share": float(np.mean(pools.synth_tags[sel] == "reckless")) if len(sel) else 0.0,
                   "eta": eta}  # fmt: skip
@@ -195,9 +216,9 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_
         if j > best[0]:
             best = (j, r, {k_: v.clone() for k_, v in model.state_dict().items()})
         if cfg.method == "autoscale" and r < rounds - 1:
-            s = val_per[:, 5]
+            s = val_s
             fails = s < FAIL_PDMS
-            if history and j < history[-1]["val"]["pdms"] - cfg.trust:
+            if history and j < feedback_of(history[-1]["val"]) - cfg.trust:
                 w = np.asarray(mixtures[-2])
                 eta /= 2
                 record["ga"] = "reverted: J fell by more than the trust region; eta halved"
@@ -212,12 +233,13 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_
                 record["ga"] = "step"
                 record["grad"] = [float(v) for v in g]
             prev_fail = fails
-            if history and j < history[-1]["val"]["pdms"]:
+            if history and j < feedback_of(history[-1]["val"]):
                 decreases += 1
             else:
                 decreases = 0
         history.append(record)
-        log(f"round {r}: val PDMS {j:.2f}, {len(sel)} synthetic, reckless {record['reckless_share']:.3f}")
+        what = "closed-loop score" if cfg.evaluate == "closed-loop" else "PDMS"
+        log(f"round {r}: val {what} {j:.2f}, {len(sel)} synthetic, reckless {record['reckless_share']:.3f}")
         stop = decreases >= 2
         if ckpt_dir is not None:
             state = RS.pack(rng, w, eta, prev_fail, best[0], best[1], decreases, history, mixtures, selected, r + 1)
@@ -230,7 +252,7 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_
             break
     model = P.build(pools.x("real").shape[1], cfg.planner)
     model.load_state_dict(best[2])
-    test_sum, _ = P.evaluate(P.choose(model, pools.x("test")), pools.test["cand_scores"])
+    test_sum, _ = score_set(model, pools, "test", cfg)
     avg = np.mean(np.asarray(mixtures), axis=0)
     del torch
     return LoopResult(
@@ -273,7 +295,7 @@ def _spsa(pools, cfg, seed, w, sizes, members, rng, progress):
         wp = mixing.smooth(w * np.exp(sign * cfg.spsa_c * d), 0.0)
         sel = _random_selection(wp, sizes, members, cfg.budget, rng)
         _, _, val_sum, _ = _train_eval(pools, sel, cfg, seed, steps=max(50, cfg.planner.steps // 4), progress=progress)
-        js.append(val_sum["pdms"])
+        js.append(feedback_of(val_sum))
     return (js[0] - js[1]) / (2 * cfg.spsa_c) * d
 
 
@@ -339,7 +361,7 @@ def _regmix(pools, cfg, seed, members, w0, rng, progress, log):
         _, _, val_sum, _ = _train_eval(pools, sel, cfg, seed + p, steps=max(50, cfg.planner.steps // 4),
                                        progress=progress)  # fmt: skip
         ws.append(wp)
-        js.append(val_sum["pdms"])
+        js.append(feedback_of(val_sum))
     reg = lgb.LGBMRegressor(n_estimators=200, learning_rate=0.05, num_leaves=7, min_child_samples=2,
                             random_state=seed, verbose=-1)  # fmt: skip
     reg.fit(np.array(ws), np.array(js))

@@ -179,12 +179,43 @@ def _make_reckless(state) -> None:
     Sim(state).frames(RECKLESS_WARMUP_FRAMES, parallel=False)
 
 
-def _chunk_arrays(inits, n_lanes: int, slots: int, reckless: bool) -> dict:
+BACKENDS = ("native", "highway-env")
+
+
+def require_backend(backend: str) -> None:
+    """UsageError (exit 2) for an unknown backend, MissingExtraError (exit 2, the pip command) without highway-env."""
+    from methodkit.core.errors import UsageError, require
+
+    if backend not in BACKENDS:
+        raise UsageError(f"unknown synthetic backend {backend!r} (known: {', '.join(BACKENDS)})")
+    if backend == "highway-env":
+        require("highway_env", "autoscale")
+
+
+def highway_env_futures(inits, state) -> dict:
+    """The traffic's 4 s futures recorded in highway-env itself (core.sim.highway.highway_env_backend, every
+    vehicle an IDM driver), padded to the state's slots; the ego's future (the label) stays this simulator's
+    privileged expert, which highway-env does not have."""
+    from methodkit.core.sim.highway import highway_env_backend as hwb
+
+    fut = expert.futures(state)
+    agents = np.zeros_like(fut["agents"])
+    present = np.zeros_like(fut["present"])
+    for b, init in enumerate(inits):
+        theirs = hwb.futures(init, seconds=vocab.PLAN_SECONDS, dt=FRAME_S)
+        agents[b, : init.n] = theirs["agents"]
+        present[b, : init.n] = theirs["present"]
+    return {"ego": fut["ego"], "agents": agents, "present": present}
+
+
+def _chunk_arrays(inits, n_lanes: int, slots: int, reckless: bool, backend: str = "native") -> dict:
     state = pack(inits, slots=slots)
     fut = None
     if reckless:
         _make_reckless(state)
         fut = expert.futures(state, ego_mode=K.EGO_IDM)
+    elif backend == "highway-env":
+        fut = highway_env_futures(inits, state)
     arrays = scenefile.state_arrays(state, n_lanes, futures=fut)
     plans = np.stack([vocab.plans(state, b, FRAME_S) for b in range(state.batch)])
     arrays["cand_plans"] = plans
@@ -208,8 +239,9 @@ def candidate_scores(arrays: dict, dt: float = FRAME_S) -> np.ndarray:
     return np.stack([d[k] for k in ("nc", "dac", "ttc", "ep", "comfort", "pdms")], axis=-1)
 
 
-def build_pool(pool: str, spec: PoolSpec, progress=None) -> tuple[dict, dict, list[dict]]:
-    """(arrays incl. extras, meta, rows for scenes.csv) of one pool."""
+def pool_inits(pool: str, spec: PoolSpec):
+    """(initial conditions, ids, configs, generator per scene, the pool's rng after them) of one pool: the
+    scenes build_pool snapshots, and the routes closed-loop evaluation drives from."""
     offset = POOLS.index(pool)
     rng = np.random.default_rng([spec.seed, offset, 17])
     entries, gens = _entries(pool, spec, rng)
@@ -218,15 +250,28 @@ def build_pool(pool: str, spec: PoolSpec, progress=None) -> tuple[dict, dict, li
     per_scene_gen = [g for g, e in zip(gens, entries) for _ in range(e["count"])]
     if pool != "synth":
         _real_drivers(inits, rng)
-    slots = AGENTS + 2  # the ego, 12 vehicles, an obstacle
-    n_lanes = 8
+    return inits, ids, configs, per_scene_gen, rng
+
+
+SLOTS = AGENTS + 2  # the ego, 12 vehicles, an obstacle
+N_LANES = 8
+
+
+def build_pool(pool: str, spec: PoolSpec, progress=None, backend: str = "native") -> tuple[dict, dict, list[dict]]:
+    """(arrays incl. extras, meta, rows for scenes.csv) of one pool. backend "highway-env" records the synthetic
+    pool's traffic futures in highway-env (highway_env_futures; the reckless family stays this simulator's: its
+    warm-up and its driver's own rollout are the family); the other pools are always native."""
+    backend = backend if pool == "synth" else "native"
+    require_backend(backend)
+    inits, ids, configs, per_scene_gen, rng = pool_inits(pool, spec)
+    slots, n_lanes = SLOTS, N_LANES
     parts = []
     order = np.arange(len(inits))
     for gen in dict.fromkeys(per_scene_gen):
         idx = [i for i in order if per_scene_gen[i] == gen]
         for k in range(0, len(idx), CHUNK):
             sub = idx[k : k + CHUNK]
-            parts.append((sub, _chunk_arrays([inits[i] for i in sub], n_lanes, slots, gen == "reckless")))
+            parts.append((sub, _chunk_arrays([inits[i] for i in sub], n_lanes, slots, gen == "reckless", backend)))
             if progress is not None:
                 progress(f"pool {pool}", sum(len(p[0]) for p in parts), len(inits))
     index = np.concatenate([np.asarray(p[0]) for p in parts])
@@ -241,7 +286,7 @@ def build_pool(pool: str, spec: PoolSpec, progress=None) -> tuple[dict, dict, li
     meta = {
         "dt": FRAME_S, "pool": pool, "domain": "synthetic" if pool == "synth" else "real",
         "generators": per_scene_gen, "configs": configs, "spec": spec.__dict__,
-        "scores": list(SCORE_NAMES), "metric": "PDMS (NAVSIM v1), core.sim.highway.score",
+        "scores": list(SCORE_NAMES), "metric": "PDMS (NAVSIM v1), core.sim.highway.score", "backend": backend,
     }  # fmt: skip
     rows = [
         {"id": sid, "domain": meta["domain"], "generator": g, "tags": GENERATORS[g][1]}

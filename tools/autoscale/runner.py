@@ -12,15 +12,22 @@ from methodkit.tools.autoscale import pools as PL
 
 
 def config(method, budget, rounds, clusters, steps, batch_size, rho, eta, estimator, apply,
-           warm_start=False) -> loop.LoopConfig:  # fmt: skip
+           warm_start=False, evaluate="open-loop") -> loop.LoopConfig:  # fmt: skip
     pc = P.PlannerConfig(steps=steps, batch_size=batch_size, rho=rho)
     return loop.LoopConfig(method=method, budget=budget, rounds=rounds, clusters=clusters, eta=eta,
-                           estimator=estimator, apply=apply, warm_start=warm_start, planner=pc)  # fmt: skip
+                           estimator=estimator, apply=apply, warm_start=warm_start, planner=pc,
+                           evaluate=evaluate)  # fmt: skip
 
 
-def make_pools(arrays: dict, metas: dict, emb: dict) -> loop.Pools:
+def make_pools(arrays: dict, metas: dict, emb: dict, closed_loop: bool = False) -> loop.Pools:
+    """The loop's pools; closed_loop also regenerates the val and test routes (tools.autoscale.closedloop)."""
+    routes = {}
+    if closed_loop:
+        from methodkit.tools.autoscale import closedloop
+
+        routes = {p: closedloop.routes(arrays[p], metas[p], where=f"{p}.npz") for p in ("val", "test")}
     return loop.Pools(arrays["real"], arrays["synth"], arrays["val"], arrays["test"], emb,
-                      data.tags_of(metas["synth"]), np.array(metas["synth"]["generators"]))  # fmt: skip
+                      data.tags_of(metas["synth"]), np.array(metas["synth"]["generators"]), routes)  # fmt: skip
 
 
 def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=None, ckpt_dir=None, resume=False):
@@ -28,7 +35,7 @@ def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=
     import pandas as pd
     import torch
 
-    pools = make_pools(arrays, metas, emb)
+    pools = make_pools(arrays, metas, emb, closed_loop=cfg.evaluate == "closed-loop")
     res = loop.run(pools, cfg, seed, progress=progress, log=log, ckpt_dir=ckpt_dir, resume=resume)
     k = len(res.mixture_best)
     tags = pools.synth_tags
@@ -57,8 +64,12 @@ def run(arrays, metas, emb, cfg: loop.LoopConfig, seed: int, progress=None, log=
         "reckless_share_selected": float(np.mean(tags[sel_last] == "reckless")) if len(sel_last) else 0.0,
     }
     result = {"method": cfg.method, "seed": seed, "budget": cfg.budget, "rounds_run": len(res.rounds), "warm_start": cfg.warm_start,
-              "best_round": res.best_round, "val_pdms": res.val_pdms, "test": res.test, "mechanism": mechanism,
-              "metric": "PDMS (NAVSIM v1 weights, x100), non-reactive log replay"}  # fmt: skip
+              "best_round": res.best_round, "val_pdms": res.rounds[res.best_round]["val"]["pdms"], "test": res.test,
+              "mechanism": mechanism, "eval": cfg.evaluate, "metric": "PDMS (NAVSIM v1 weights, x100), non-reactive log replay"}  # fmt: skip
+    if cfg.evaluate == "closed-loop":
+        from methodkit.tools.autoscale.closedloop import METRIC
+
+        result.update(val_closed_loop=res.rounds[res.best_round]["val"]["closed_loop"], closed_loop_metric=METRIC)
     ids = arrays["synth"]["scene_id"]
     sel_rows = [{"round": r, "scene_id": ids[i]} for r, s in enumerate(res.selected) for i in s]
     mixture = {"clusters": comp, "rounds": res.mixtures, "best_round": res.best_round, "best": res.mixture_best,

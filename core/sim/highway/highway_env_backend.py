@@ -188,6 +188,20 @@ def run(scene: SceneInit, policy: str = "idm", frames: int | None = None, dt: fl
     }
 
 
+def futures(scene: SceneInit, seconds: float = 4.0, dt: float = 0.2) -> dict:
+    """A scene's next `seconds` in highway-env, every vehicle an IDM driver (the ego too, with its own driver
+    row and target speed), in expert.futures' layout for one scene: ego [H, 3] (x, y, heading), agents
+    [N, H, 4] (x, y, heading, speed of every slot), present [N, H] (all True: highway-env removes nobody)."""
+    road, slots = build(scene, "idm")
+    steps = int(round(seconds / dt))
+    agents = np.zeros((len(slots), steps, 4))
+    for t in range(steps):
+        road.act()
+        road.step(dt)
+        agents[:, t] = [[o.position[0], o.position[1], o.heading, o.speed] for o in slots]
+    return {"ego": agents[0, :, :3].copy(), "agents": agents, "present": np.ones(agents.shape[:2], dtype=bool)}
+
+
 MATCHED_SPEC = {
     "family": "cruise-dense",
     "count": 1,
