@@ -5,7 +5,8 @@ summary with the mean and the spread (sample sd, and min..max) over seeds.
 
 Every `s{seed}-{kd}-{student}-{kd|mcd}` run with an eval file in a WORKDIR is read (nothing is run);
 rows already in bench/mcd/acceptance.csv for other seeds are kept. Writes bench/mcd/acceptance.csv and
-bench/mcd/acceptance.json (the summary of acceptance.py over all seeds, plus `per_seed` and `spread`).
+bench/mcd/acceptance.json (the summary of acceptance.py over all seeds, plus `seeds` and `spread`) and
+bench/mcd/seeds.md (per run: mean +- sample sd over seeds of the eval figures).
 """
 
 from __future__ import annotations
@@ -52,6 +53,19 @@ def spread(per_seed: list[dict]) -> dict:
     return out
 
 
+FIGURES = {"val_ce": 3, "teacher_agreement": 3, "instr_em": 1, "math_em": 1, "pathway_ot": 3, "mlp_bound": 1}
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    head = "| run | seeds | " + " | ".join(FIGURES) + " | bound violations |"
+    lines = [head, "|---|---:|" + "---:|" * (len(FIGURES) + 1)]
+    for (kd, size, lam), g in frame.groupby(["kd", "student", "mcd"], sort=False):
+        cells = [f"{g[c].mean():.{d}f} +- {g[c].std(ddof=1):.{d}f}" for c, d in FIGURES.items()]
+        viol = f"{int(g.bound_violations.sum())} / {int(g.bound_checked.sum())}"
+        lines.append(f"| {kd}-{size}-{'mcd' if lam else 'kd'} | {len(g)} | " + " | ".join(cells) + f" | {viol} |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("work", nargs="+")
@@ -66,6 +80,7 @@ def main():
     summary["seeds"] = sorted(int(s) for s in frame.seed.unique())
     summary["spread"] = spread(per_seed)
     (acc.HERE / "acceptance.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (acc.HERE / "seeds.md").write_text(markdown(frame))
     print(json.dumps(summary, indent=1))
 
 
