@@ -104,8 +104,12 @@ distill_options = option_group(
     click.option("--lam-node", type=click.FloatRange(min=0), default=None, help="lambda_node [default: --mcd]."),
     click.option("--targets", "n_targets", type=click.IntRange(min=1), default=8, show_default=True, help="MCD target positions per window."),
     click.option("--max-nodes", type=click.IntRange(min=1), default=16, show_default=True, help="Feature nodes per target graph."),
+    click.option("--node-scope", type=click.Choice(["all", "graph"]), default="all", show_default=True,
+                 help="Node term over every active latent, or the teacher graph's nodes."),
     paths_option,
     click.option("--unbalanced", type=click.FloatRange(min=0, min_open=True), default=None, help="KL marginal penalty tau (unbalanced OT)."),
+    click.option("--fgw", type=click.FloatRange(0, 1), default=None, metavar="ALPHA",
+                 help="Fused Gromov-Wasserstein pathway matching, structure weight ALPHA (ablation)."),
     click.option("--on-policy", type=click.FloatRange(0, 1), default=0.0, show_default=True, help="Share of batches of student samples."),
     click.option("--mcd-warmup", type=click.IntRange(min=0), default=None, help="KD-only steps first [default: steps/10]."),
     click.option("--layer-map", help="Teacher layer per student layer, e.g. 1,3 [default: by relative depth]."),
@@ -131,6 +135,13 @@ selftest_options = option_group(
     click.option("--bound", "check_bound", is_flag=True, help="Only the bound: random models, measured vs computed."),
     click.option("--trials", type=click.IntRange(min=1), default=3, show_default=True, help="Random model pairs."),
 )
+
+
+def load_tokens(run, path: str):
+    """A token file read through the run's input (a path or `-`)."""
+    from methodkit.core.text.tokens import TokenFile
+
+    return TokenFile.load(run.input_bytes(path))
 
 
 def required(**flags) -> None:

@@ -7,12 +7,6 @@ from methodkit.cli._common import Run, common_options, input_argument, tool_grou
 from methodkit.cli._mcd_options import DEMO  # noqa: F401  (make demo reads it here)
 
 
-def _load_tokens(run: Run, path: str):
-    from methodkit.core.text.tokens import TokenFile
-
-    return TokenFile.load(run.input_bytes(path))
-
-
 @tool_group(name="mcd-distill")
 def main():
     """Distil a transformer into a smaller one, matching their circuits (MCD).
@@ -87,7 +81,7 @@ def teacher_cmd(input, preset, layers, width, ctx, steps, batch_size, lr, warmup
     from methodkit.tools.mcd import models, pretrain
 
     run = Run.from_context()
-    tok = _load_tokens(run, input)
+    tok = opt.load_tokens(run, input)
     opt.required(output=out_dir)
     cmd.threads()
     cfg = models.model_config(preset, ctx, int(tok.meta["tokenizer"]["vocab_size"]), layers, width)
@@ -117,7 +111,7 @@ def transcoders_cmd(input, model_path, k, expansion, steps, batch_size, lr, warm
     from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
-    tok = _load_tokens(run, input)
+    tok = opt.load_tokens(run, input)
     opt.required(model=model_path, output=out_dir)
     model, _side = models.load_model(cmd.model_file(model_path))
     cmd.threads()
@@ -147,7 +141,7 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
     from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
-    tok = _load_tokens(run, input) if prompt is None else None
+    tok = opt.load_tokens(run, input) if prompt is None else None
     opt.required(model=model_path, transcoders=tc_dir)
     model, _ = models.load_model(cmd.model_file(model_path))
     tcs, _ = T.load_set(tc_dir, model, models.weights_sha(model))
@@ -168,9 +162,8 @@ def graph_cmd(input, model_path, tc_dir, prompt, n_windows, targets, max_nodes, 
 @input_argument()
 @opt.distill_options
 @common_options("seed", "force", "meta", "quiet", "verbose")
-def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, tau, lam, lam_path, lam_node, n_targets,
-                max_nodes, n_paths, unbalanced, on_policy, mcd_warmup, layer_map, max_fvu, graph_cache, n_windows,
-                steps, batch_size, lr, warmup, resume, out_dir, **_):  # fmt: skip
+def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, layer_map, max_fvu, graph_cache, n_windows,
+                steps, batch_size, lr, warmup, resume, out_dir, **objective):  # fmt: skip
     """Distil the teacher into a student with a KD objective, plus MCD when --mcd > 0; final JSON on stdout."""
     from pathlib import Path
 
@@ -181,7 +174,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
     from methodkit.tools.mcd import transcoder as T
 
     run = Run.from_context()
-    tok = _load_tokens(run, input)
+    tok = opt.load_tokens(run, input)
     opt.required(teacher=teacher_path, teacher_tc=tc_dir, output=out_dir)
     teacher, t_side = models.load_model(cmd.model_file(teacher_path))
     models.require_same_tokenizer(models.tokenizer_of(t_side), tok.meta["tokenizer"], str(input))
@@ -189,9 +182,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
     cmd.threads()
     ctx = opt.window_length(ctx, teacher.cfg.max_len)
     s_cfg, lmap = cmd.student_config(teacher, student, ctx, layers, width, layer_map)
-    cfg = cmd.distill_config(kd=kd, tau=tau, lam=lam, lam_path=lam_path, lam_node=lam_node, n_targets=n_targets,
-                             mcd_warmup=mcd_warmup, unbalanced=unbalanced, on_policy=on_policy, max_nodes=max_nodes,
-                             n_paths=n_paths, steps=steps)  # fmt: skip
+    cfg = cmd.distill_config(steps=steps, **objective)
     windows = models.Windows.cut(tok.stream("train"), ctx, n_windows, run.seed)
     subset = pretrain.token_subset(tok.stream("train"), teacher.cfg.vocab_size)
     student_model = models.build(s_cfg, run.seed)
@@ -205,7 +196,7 @@ def distill_cmd(input, teacher_path, tc_dir, student, layers, width, ctx, kd, ta
         )  # fmt: skip
     student_model.eval()
     cmd.save_student(folder, student_model, teacher, tok, cfg, lmap, bundle, s_tcs)
-    summary = cmd.distill_summary(kd, cfg, s_cfg, student_model, teacher, lmap, result)
+    summary = cmd.distill_summary(cfg.kd, cfg, s_cfg, student_model, teacher, lmap, result)
     io.write_json(summary, Path(folder) / "run.json", force=True, indent=1)
     run.emit_result(summary, output="-")
 
@@ -225,7 +216,7 @@ def eval_cmd(input, model_paths, teacher_path, tc_dir, tokens_path, n_prompts, m
     rows = io.read_jsonl(run.input_bytes(input))
     opt.required(model=model_paths)
     rows = cmd.first_per_suite(rows, n_prompts)
-    tok = _load_tokens(run, tokens_path) if tokens_path else None
+    tok = opt.load_tokens(run, tokens_path) if tokens_path else None
     teacher, t_tcs = cmd.eval_teacher(teacher_path, tc_dir)
     cmd.threads()
     out = []

@@ -52,13 +52,13 @@ def prepare(work: Path, teacher_steps: int, tc_steps: int):
             "-o", "tc", "-q", "--force"], work)  # fmt: skip
 
 
-def one_run(work: Path, seed: int, kd: str, size: str, lam: float, steps: int) -> dict:
-    name = f"s{seed}-{kd}-{size}-{'mcd' if lam else 'kd'}"
+def one_run(work: Path, seed: int, kd: str, size: str, lam: float, steps: int, extra=(), tag="") -> dict:
+    name = f"s{seed}-{kd}-{size}-{'mcd' if lam else 'kd'}{tag}"
     if not (work / name / "student.safetensors").exists():
         sh(["distill", "instr.npz", "--teacher", "teacher", "--teacher-tc", "tc", *STUDENTS[size], "--kd", kd,
             "--mcd", lam, "--steps", steps, "--batch-size", 8, "--lr", 3e-3, "--windows", 128, "--seed", seed,
             "--targets", TARGETS,
-            "--graph-cache", "graph-cache", "-o", name, "-q", "--force"], work, out=f"{name}.json")  # fmt: skip
+            *extra, "--graph-cache", "graph-cache", "-o", name, "-q", "--force"], work, out=f"{name}.json")  # fmt: skip
     if not (work / f"{name}.eval.json").exists():
         sh(["eval", "instr.jsonl", "--model", name, "--teacher", "teacher", "--teacher-tc", "tc", "--tokens",
             "instr.npz", "--n", EVAL_N, "-o", f"{name}.eval.json", "-q", "--force"], work)  # fmt: skip

@@ -74,15 +74,16 @@ def prompt_ids(prompt: str, ctx: int) -> list[int]:
 
 
 def distill_config(*, kd, tau, lam, lam_path, lam_node, n_targets, mcd_warmup, unbalanced, on_policy, max_nodes,
-                   n_paths, steps):  # fmt: skip
-    """The DistillConfig: --lam-path/--lam-node default to --mcd, the KD-only warmup to a tenth of the steps."""
+                   n_paths, steps, node_scope="all", fgw=None, **_):  # fmt: skip
+    """The DistillConfig from distill's objective options (the shared ones, seed, quiet ..., are ignored):
+    --lam-path/--lam-node default to --mcd, the KD-only warmup to a tenth of the steps."""
     from methodkit.tools.mcd import distill as D
     from methodkit.tools.mcd import graph as G
 
     return D.DistillConfig(kd=kd, tau=tau, lam_path=lam if lam_path is None else lam_path,
                            lam_node=lam if lam_node is None else lam_node, n_targets=n_targets,
                            mcd_warmup=steps // 10 if mcd_warmup is None else mcd_warmup, unbalanced=unbalanced,
-                           on_policy=on_policy,
+                           on_policy=on_policy, node_scope=node_scope, fgw=fgw,
                            graph=G.GraphSettings(max_nodes=max_nodes, n_paths=n_paths))  # fmt: skip
 
 

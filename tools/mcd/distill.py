@@ -40,6 +40,7 @@ class DistillConfig:
     unbalanced: float | None = None
     on_policy: float = 0.0
     node_scope: str = "all"  # all | graph
+    fgw: float | None = None  # fused Gromov-Wasserstein pathway matching with this alpha (ablation)
     tc_lr: float = 1e-3
     graph: G.GraphSettings = field(default_factory=lambda: G.GraphSettings(max_nodes=16))
     cost: G.CostWeights = field(default_factory=G.CostWeights)
@@ -71,6 +72,9 @@ def target_positions(items: np.ndarray, ctx: int, k: int, seed: int) -> torch.Te
     return torch.from_numpy(out)
 
 
+FIELDS = ("psi", "depth", "dpos", "src", "weight", "empty", "layer", "pos", "latent", "kept")
+
+
 class TeacherGraphCache:
     """Teacher pathway descriptors per (window, slot), content-addressed by teacher, transcoders, data, settings."""
 
@@ -81,15 +85,16 @@ class TeacherGraphCache:
         self.loaded = 0
         if self.path is not None and self.path.is_file():
             data = np.load(self.path, allow_pickle=False)
-            if str(data["key"]) == key:  # a stale file (other content) is never reused
+            if str(data["key"]) == key and set(FIELDS) <= set(data.files):  # stale files are never reused
                 for r, item in enumerate(data["item"]):
-                    self.items[int(item)] = {n: data[n][r] for n in ("psi", "depth", "dpos", "src", "weight", "empty")}
+                    self.items[int(item)] = {n: data[n][r] for n in FIELDS}
                 self.loaded = len(self.items)
 
     def get(self, items, compute):
+        """Pathway descriptors and feature nodes (window-major) of the teacher graphs of `items`."""
         missing = [int(i) for i in items if int(i) not in self.items]
         if missing:
-            desc = compute(np.array(missing))  # window-major: K slots of each window in a row
+            desc, nodes = compute(np.array(missing))  # window-major: K slots of each window in a row
             k = len(desc.empty) // len(missing)
             for r, item in enumerate(missing):
                 part = slice(r * k, (r + 1) * k)
@@ -97,9 +102,11 @@ class TeacherGraphCache:
                     "psi": desc.psi[part].numpy().astype(np.float16), "depth": desc.depth[part].numpy(),
                     "dpos": desc.dpos[part].numpy(), "src": desc.src[part].numpy(),
                     "weight": desc.weight[part].numpy(), "empty": np.asarray(desc.empty[part]),
+                    **{n: v[part] for n, v in nodes.items()},
                 }  # fmt: skip
         rows = [self.items[int(i)] for i in items]
-        return G.PathDescriptors(
+        nodes = {n: np.concatenate([r[n] for r in rows]) for n in ("layer", "pos", "latent", "kept")}
+        return nodes, G.PathDescriptors(
             torch.from_numpy(np.concatenate([r["psi"] for r in rows]).astype(np.float32)),
             torch.from_numpy(np.concatenate([r["depth"] for r in rows])),
             torch.from_numpy(np.concatenate([r["dpos"] for r in rows])),
@@ -115,7 +122,7 @@ class TeacherGraphCache:
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self.items)
-        arrays = {n: np.stack([self.items[k][n] for k in keys]) for n in ("psi", "depth", "dpos", "src", "weight", "empty")}
+        arrays = {n: np.stack([self.items[k][n] for k in keys]) for n in FIELDS}
         write_arrays(self.path, {"key": np.array(self.key), "item": np.array(keys), **arrays}, force=True)
 
 
@@ -129,12 +136,14 @@ def cache_key(teacher, t_tcs, windows: models.Windows, cfg: DistillConfig, seed:
     return digest.hexdigest()
 
 
-def _graph_slots(desc: G.PathDescriptors, B: int, K: int) -> G.PathDescriptors:
+def _window_major(x, B: int, K: int):
     """Graphs come slot-major (K, B); the cache stores window-major (B, K)."""
+    return x.reshape(K, B, *x.shape[1:]).swapaxes(0, 1).reshape(B * K, *x.shape[1:])
 
+
+def _graph_slots(desc: G.PathDescriptors, B: int, K: int) -> G.PathDescriptors:
     def re(x):
-        x = x if isinstance(x, np.ndarray) else x
-        return x.reshape(K, B, *x.shape[1:]).swapaxes(0, 1).reshape(B * K, *x.shape[1:])
+        return _window_major(x, B, K)
 
     return G.PathDescriptors(re(desc.psi), re(desc.depth), re(desc.dpos), re(desc.src), re(desc.weight),
                              re(desc.empty))  # fmt: skip
@@ -181,8 +190,10 @@ def distill(teacher, t_tcs, student, windows: models.Windows, cfg: DistillConfig
         pos = target_positions(items, ctx, cfg.n_targets, train_cfg.seed)
         tgt = y.gather(1, pos)
         with torch.no_grad():
-            desc, _, _ = G.descriptors_for(teacher, t_tcs, x, pos, tgt, cfg.graph, subset)
-        return _graph_slots(desc, len(items), pos.shape[1])
+            desc, graphs, _ = G.descriptors_for(teacher, t_tcs, x, pos, tgt, cfg.graph, subset)
+        B, K = pos.shape
+        nodes = {n: _window_major(v, B, K) for n, v in G.feature_nodes(graphs).items()}
+        return _graph_slots(desc, B, K), nodes
 
     def loss_fn(b: StudentBundle, idx):
         from methodkit.core.nn.transformer import trace
@@ -215,8 +226,9 @@ def distill(teacher, t_tcs, student, windows: models.Windows, cfg: DistillConfig
         targets = y.gather(1, positions)
         s_codes = [_codes(tc, tap["mlp_in"]) for tc, tap in zip(s_tcs.layers, s_taps)]
         mcd = 0.0
+        if cfg.lam_path > 0 or (cfg.lam_node > 0 and cfg.node_scope == "graph"):
+            t_nodes, t_desc = cache.get(np.asarray(idx), teacher_desc)
         if cfg.lam_path > 0:
-            t_desc = cache.get(np.asarray(idx), teacher_desc)
             s_desc, _, _ = G.descriptors_for(b.student, s_tcs, x, positions, targets, cfg.graph, subset,
                                              codes=s_codes, differentiable=True)  # fmt: skip
             s_desc = _graph_slots(s_desc, len(idx), positions.shape[1])
@@ -225,21 +237,25 @@ def distill(teacher, t_tcs, student, windows: models.Windows, cfg: DistillConfig
             if empty.mean() > 0.5:
                 stats["fallbacks"] += 1  # most targets have no pathway: this batch is KD-only for the path term
             else:
-                value, _, n_bad = losses.path_loss(t_desc, s_desc, ctx, cfg.cost, cfg.eps, cfg.iters, cfg.unbalanced)
+                value, _, n_bad = losses.path_loss(t_desc, s_desc, ctx, cfg.cost, cfg.eps, cfg.iters, cfg.unbalanced,
+                                                      cfg.fgw)  # fmt: skip
                 stats["unconverged"] += n_bad
                 mcd = mcd + cfg.lam_path * value
                 note("path_ot", value.detach())
         if cfg.lam_node > 0:
             with torch.no_grad():
                 t_codes = [_codes(tc, tap["mlp_in"]) for tc, tap in zip(t_tcs.layers, t_taps)]
+            keep = losses.graph_keep(t_nodes, t_codes, positions, lmap) if cfg.node_scope == "graph" else None
             value, dropped, _ = losses.node_loss(t_codes, t_tcs, s_codes, s_tcs, b.adapter, positions, lmap,
-                                                 cfg.eps, cfg.iters)  # fmt: skip
+                                                 cfg.eps, cfg.iters, keep=keep)  # fmt: skip
             mcd = mcd + cfg.lam_node * value
             note("node_ot", value.detach())
+            if keep is not None:  # teacher mass outside the graph: added to the bound, logged
+                note("node_dropped", dropped)
         stats["mcd_batches"] += 1
         return loss + mcd
 
-    columns = ("kd", "student_tc_mse", "path_ot", "node_ot")
+    columns = ("kd", "student_tc_mse", "path_ot", "node_ot") + (("node_dropped",) if cfg.node_scope == "graph" else ())
 
     def evaluate(_b):
         row = {k: float(np.mean(running[k])) if running.get(k) else float("nan") for k in columns}

@@ -257,6 +257,14 @@ def prune(graphs: Graphs, settings: GraphSettings) -> None:
     graphs.node_mask = node_keep
 
 
+def feature_nodes(graphs: Graphs) -> dict[str, np.ndarray]:
+    """The feature nodes of each graph, (G, N) each: layer, position, latent id, kept by pruning."""
+    start = graphs.ctx * (graphs.n_layers + 1)
+    kept = graphs.node_mask[:, start : start + graphs.n_feat]
+    return {"layer": graphs.feat_layer.numpy(), "pos": graphs.feat_pos.numpy(),
+            "latent": graphs.feat_latent.numpy(), "kept": kept.numpy()}  # fmt: skip
+
+
 def topological_layer(graphs: Graphs) -> torch.Tensor:
     """(G, n) layer of each node: embeddings -1, errors/features their layer, logit L."""
     T, L, _N = graphs.ctx, graphs.n_layers, graphs.n_feat

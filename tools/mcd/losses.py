@@ -64,8 +64,25 @@ def node_loss(t_codes, t_tcs, s_codes, s_tcs, adapter, positions, lmap, eps=0.05
     return total, dropped, parts
 
 
-def path_loss(t_desc: G.PathDescriptors, s_desc: G.PathDescriptors, ctx, cw, eps=0.05, iters=50, unbalanced=None):
-    """OT between the teacher's and the student's pathway measures, over graphs where both have paths."""
+def graph_keep(nodes: dict, t_codes, positions, lmap) -> list[torch.Tensor]:
+    """--node-scope graph: per layer pair a (B, K, k) mask of the teacher latents at the target positions
+    that are kept feature nodes of that target's pruned graph. `nodes` holds window-major (B*K, N) arrays
+    `layer`, `pos`, `latent` of the graphs' feature nodes and `kept` (kept by pruning)."""
+    B, K = positions.shape
+    layer, pos, latent, kept = (torch.as_tensor(nodes[n]).reshape(B, K, -1) for n in ("layer", "pos", "latent", "kept"))
+    at_target = kept.bool() & (pos == positions[..., None])
+    out = []
+    for lt in lmap:
+        _, idx = gather_positions([t_codes[lt]], positions)[0]  # (B, K, k)
+        hit = (idx[..., None] == latent[:, :, None, :]) & (at_target & (layer == lt))[:, :, None, :]
+        out.append(hit.any(-1))
+    return out
+
+
+def path_loss(t_desc: G.PathDescriptors, s_desc: G.PathDescriptors, ctx, cw, eps=0.05, iters=50, unbalanced=None,
+              fgw: float | None = None):  # fmt: skip
+    """OT between the teacher's and the student's pathway measures, over graphs where both have paths;
+    with `fgw` (alpha) fused Gromov-Wasserstein, the structure of each measure being its own pathway costs."""
     ok = ~(t_desc.empty | s_desc.empty)
     n_empty = int((~ok).sum())
     if not ok.any():
@@ -74,6 +91,10 @@ def path_loss(t_desc: G.PathDescriptors, s_desc: G.PathDescriptors, ctx, cw, eps
     t = _take(t_desc, idx)
     s = _take(s_desc, idx)
     cost = G.pathway_cost(t, s, ctx, cw)
+    if fgw is not None:
+        c_t, c_s = G.pathway_cost(t, t, ctx, cw), G.pathway_cost(s, s, ctx, cw)
+        value = transport.fgw_cost(cost, c_t, c_s, transport.normalise(t.weight), transport.normalise(s.weight), fgw)
+        return value.mean(), n_empty, 0
     value, n_bad = transport.pathway_loss(cost, t.weight, s.weight, eps, iters, unbalanced)
     return value, n_empty, n_bad
 

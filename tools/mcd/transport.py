@@ -90,6 +90,19 @@ def unbalanced_cost(cost: torch.Tensor, a: torch.Tensor, b: torch.Tensor, tau: f
     return torch.stack(values)
 
 
+def fgw_cost(cost, c_t, c_s, a, b, alpha: float) -> torch.Tensor:
+    """(B,) fused Gromov-Wasserstein values (POT's `fused_gromov_wasserstein2`, square loss): (1 - alpha)
+    <P, C> + alpha sum |c_t(i, k) - c_s(j, l)|^2 P_ij P_kl, with c_t, c_s the pathway costs inside each
+    measure (the graph-structure ablation). Gradients through POT's torch backend (envelope, as POT sets them)."""
+    _require_pot()
+    import ot
+
+    values = [ot.gromov.fused_gromov_wasserstein2(cost[i].double(), c_t[i].double(), c_s[i].double(),
+                                                   a[i].double(), b[i].double(), alpha=alpha)
+              for i in range(cost.shape[0])]  # fmt: skip
+    return torch.stack(values).to(cost.dtype)
+
+
 def pathway_loss(cost, w_t, w_s, eps=0.05, iters=50, unbalanced: float | None = None, tol: float = 1e-3):
     """OT between teacher and student pathway measures. Problems whose Sinkhorn marginals still miss by
     more than `tol` are re-solved with 10x the iterations, and those still off are solved unbalanced
