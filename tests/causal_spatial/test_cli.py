@@ -4,22 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory):
-    """A physics-only benchmark (no GL): 2 items per task, seed 5."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    folder = tmp_path_factory.mktemp("cs") / "bench"
-    exe = Path(sys.executable).parent / "causal-spatial"
-    subprocess.run([str(exe), "generate", "--gl", "none", "--per-task", "2", "--seed", "5", "-o", str(folder), "-q"],
-                   check=True, capture_output=True)  # fmt: skip
-    return folder
-
 
 def test_help_and_exit_status(run_cli):
     for argv in (["causal-spatial", "--help"], ["cow-simulate", "--help"], ["causal-spatial", "eval", "--help"]):
