@@ -156,6 +156,8 @@ def export(bench, export_format, output, **_):
 @click.option("--cow", "cow_dir", type=click.Path(file_okay=False), default=None,
               help="COW folder (cow-simulate -o): its frames are appended (models) or its events read (cow-reader).")  # fmt: skip
 @click.option("--frames", default="1,3,5", show_default=True, callback=_int_list, help="COW frames to append.")
+@click.option("--from-frames", is_flag=True,
+              help="cow-reader: re-derive the events from the frames' segmentation (cow-simulate --segmentation).")
 @click.option("--train", "train_bench", type=click.Path(file_okay=False), default=None,
               help="A disjoint benchmark the majority and text-prior baselines learn from.")  # fmt: skip
 @click.option("--cmd-protocol", type=click.Choice(("chat", "line")), default="chat", show_default=True,
@@ -164,7 +166,7 @@ def export(bench, export_format, output, **_):
 @click.option("--allow-version-drift", is_flag=True,
               help="Accept COW outputs simulated with another MuJoCo version than the benchmark's answers.")
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def eval_(bench, cow_dir, frames, train_bench, cmd_protocol, resume, allow_version_drift, output, **_):
+def eval_(bench, cow_dir, frames, from_frames, train_bench, cmd_protocol, resume, allow_version_drift, output, **_):
     """Ask a model or a baseline every item; writes one JSON line per item (id, answer, text, error).
 
     The prompt is the question, its options and the official JSON answer template; with
@@ -200,7 +202,7 @@ def eval_(bench, cow_dir, frames, train_bench, cmd_protocol, resume, allow_versi
         new = evaluate.evaluate(items, folder, spec, endpoint=endpoint, cow_dir=cow_dir, frames=frames,
                                 done_ids={d["id"] for d in done}, train=train, seed=run.seed,
                                 bench_sha=meta.get("bench_sha256"), mujoco_version=meta.get("mujoco_version"),
-                                allow_drift=allow_version_drift, cmd_protocol=cmd_protocol,
+                                allow_drift=allow_version_drift, cmd_protocol=cmd_protocol, from_frames=from_frames,
                                 progress=progress)  # fmt: skip
     body = "".join(io.dumps_json(r) + "\n" for r in [*done, *new]).encode()
     with io.atomic_write(output, force=run.force or resume) as handle:

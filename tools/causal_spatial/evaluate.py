@@ -67,6 +67,15 @@ def _record(item, model: str, text: str | None, error: str | None, cow: bool, fr
             "error": error, "cow": cow, "frames": list(frames) if cow else []}  # fmt: skip
 
 
+def _cow_events(cow_dir, item: dict, from_frames: bool) -> dict:
+    record = baselines.load_cow(cow_dir, item)
+    if not from_frames:
+        return record
+    from methodkit.tools.causal_spatial import frames_reader
+
+    return {"events": frames_reader.events(record, frames_reader.load(cow_dir, record), item["question"])}
+
+
 def _aborts(exc) -> bool:
     """A client error: the server refuses this kind of request (bad model, no image input, bad key)."""
     return isinstance(exc.status, int) and 400 <= exc.status < 500 and exc.status not in (408, 429)
@@ -95,13 +104,15 @@ def _image_paths(items, bench, cow_dir, frames, with_cow, scratch) -> list[list[
 def evaluate(items: list[dict], bench: str | None, spec, *, endpoint=None, cow_dir: str | None = None,
              frames=(1, 3, 5), done_ids=(), train: list[dict] | None = None, seed: int = 0,
              bench_sha: str | None = None, mujoco_version: str | None = None, allow_drift: bool = False,
-             cmd_protocol: str = "chat", progress=silent) -> list[dict]:  # fmt: skip
+             cmd_protocol: str = "chat", from_frames: bool = False, progress=silent) -> list[dict]:  # fmt: skip
     """New prediction records for the items not in `done_ids` (failed requests as `error` records)."""
     todo = [it for it in items if it["id"] not in set(done_ids)]
     name = spec.text
     with_cow = cow_dir is not None
     if name == "cow-reader" and not with_cow:
         raise UsageError("--model cow-reader reads COW outputs; pass --cow COWDIR")
+    if from_frames and name != "cow-reader":
+        raise UsageError(f"--from-frames is for --model cow-reader, not {name}")
     if with_cow:
         check_cow(cow_dir, todo, list(frames), bench_sha, need_frames=name != "cow-reader",
                   mujoco_version=mujoco_version, allow_drift=allow_drift)  # fmt: skip
@@ -115,7 +126,7 @@ def evaluate(items: list[dict], bench: str | None, spec, *, endpoint=None, cow_d
             "majority": baselines.Majority(train) if name == "majority" else None,
             "text-prior": baselines.TextPrior(train, seed) if name == "text-prior" else None,
             "heuristic2d": lambda it: baselines.heuristic2d(it, bench),
-            "cow-reader": lambda it: baselines.read_cow(it, baselines.load_cow(cow_dir, it)),
+            "cow-reader": lambda it: baselines.read_cow(it, _cow_events(cow_dir, it, from_frames)),
         }[name]
         out = []
         for k, it in enumerate(todo):
