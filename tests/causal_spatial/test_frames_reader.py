@@ -31,3 +31,14 @@ def test_hits_are_boxes_the_car_moves_not_covered_settled_or_knocked_on():
     assert not frames_reader._hit(ids, 3, car)  # covered by the car, never vacated
     assert not frames_reader._hit(ids, 4, car)  # moved by box 2, the car never near it
     assert not frames_reader._hit(ids, 5, car)  # a one-pixel settle
+
+
+def test_image_neighbours_far_apart_in_depth_do_not_touch():
+    ids = np.zeros((20, 20), dtype=np.int16)
+    ids[5:10, 5:10] = 2
+    ids[5:10, 11:15] = 1  # the car, one pixel to the right in the image
+    depth = np.full((20, 20), 1.0, dtype=np.float32)
+    assert frames_reader._touch(ids, 2, [1], depth)
+    depth[5:10, 11:15] = 0.8  # 20 cm nearer the camera: it passes in front
+    assert not frames_reader._touch(ids, 2, [1], depth)
+    assert frames_reader._touch(ids, 2, [1])  # without depth only the image counts

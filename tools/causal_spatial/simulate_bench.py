@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from methodkit.core import io
-from methodkit.core.errors import DataError
+from methodkit.core.errors import DataError, UsageError
 from methodkit.core.outputs import StagedFolder
 from methodkit.core.progress import silent
 from methodkit.tools.causal_spatial import bench_io, cow, grammar
@@ -60,6 +60,8 @@ def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = Non
         if unknown:
             raise DataError(f"--ids: not in {bench}/items.jsonl: {', '.join(unknown[:5])}")
         items = [it for it in items if it["id"] in set(ids)]
+    if cfg.segmentation and not cfg.render:
+        raise UsageError("--segmentation renders every frame's instance ids and depth; not with --gl none")
     if cfg.render and not meta.get("images"):
         raise DataError(f"{bench}: generated without images (--gl none); pass --gl none here too")
     size = int(meta["config"]["size"])
