@@ -83,7 +83,7 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running (no usable scene after --max-tries, a model request failed)
+      1  failure while running (no usable scene after --max-tries; eval: requests failed, error records written)
       2  bad usage or bad input (bad flags, missing COW outputs, no GL backend)
       3  score --fail-below: accuracy below the threshold
       130  interrupted
@@ -156,19 +156,33 @@ def export(bench, export_format, output, **_):
 @click.option("--cow", "cow_dir", type=click.Path(file_okay=False), default=None,
               help="COW folder (cow-simulate -o): its frames are appended (models) or its events read (cow-reader).")  # fmt: skip
 @click.option("--frames", default="1,3,5", show_default=True, callback=_int_list, help="COW frames to append.")
+@click.option("--from-frames", is_flag=True,
+              help="cow-reader: re-derive the events from the frames' segmentation (cow-simulate --segmentation).")
 @click.option("--train", "train_bench", type=click.Path(file_okay=False), default=None,
               help="A disjoint benchmark the majority and text-prior baselines learn from.")  # fmt: skip
-@click.option("--resume", is_flag=True, help="Keep the predictions already in -o and ask only for the rest.")
+@click.option("--cmd-protocol", type=click.Choice(("chat", "line")), default="chat", show_default=True,
+              help="cmd: models: chat (a chat-completions request) or line ({id, question, images} in, {answer} out).")
+@click.option("--resume", is_flag=True, help="Keep the answers already in -o; ask the rest and the errors again.")
 @click.option("--allow-version-drift", is_flag=True,
               help="Accept COW outputs simulated with another MuJoCo version than the benchmark's answers.")
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def eval_(bench, cow_dir, frames, train_bench, resume, allow_version_drift, output, **_):
+def eval_(bench, cow_dir, frames, from_frames, train_bench, cmd_protocol, resume, allow_version_drift, output, **_):
     """Ask a model or a baseline every item; writes one JSON line per item (id, answer, text, error).
 
     The prompt is the question, its options and the official JSON answer template; with
     --cow the first image is followed by the chosen simulated frames and the official
     note on them. Items missing from the COW folder are an error, never evaluated
-    image-only.
+    image-only. A request that still fails after --retries is written as an error
+    record for its id (counted wrong by score) and the others go on; the run then
+    exits 1 after writing everything, and --resume asks the failed ids again.
+
+    \b
+    --cmd-protocol line: the program is started once per item, reads one JSON line
+    {"id": ID, "question": PROMPT, "images": [absolute paths: the item's image,
+    then the COW frames]} and writes one JSON object, {"answer": "B"} or
+    {"text": "..."}; a non-zero exit or other output fails that item, its last
+    stderr line kept in the error record. chat: core/endpoint's protocol (one
+    chat-completions request on stdin, {"text": ...} or a completion on stdout).
     """
     from methodkit.core import io
     from methodkit.tools.causal_spatial import bench_io, evaluate
@@ -180,7 +194,7 @@ def eval_(bench, cow_dir, frames, train_bench, resume, allow_version_drift, outp
         from pathlib import Path
 
         if Path(output).is_file():
-            done = io.read_jsonl(output)
+            done = [d for d in io.read_jsonl(output) if not d.get("error")]
     train = bench_io.load_items(train_bench) if train_bench else None
     spec = run.params["model"]
     endpoint = None if spec.kind == "baseline" else endpoint_from_options(run.params, BASELINES)
@@ -188,11 +202,13 @@ def eval_(bench, cow_dir, frames, train_bench, resume, allow_version_drift, outp
         new = evaluate.evaluate(items, folder, spec, endpoint=endpoint, cow_dir=cow_dir, frames=frames,
                                 done_ids={d["id"] for d in done}, train=train, seed=run.seed,
                                 bench_sha=meta.get("bench_sha256"), mujoco_version=meta.get("mujoco_version"),
-                                allow_drift=allow_version_drift, progress=progress)  # fmt: skip
+                                allow_drift=allow_version_drift, cmd_protocol=cmd_protocol, from_frames=from_frames,
+                                progress=progress)  # fmt: skip
     body = "".join(io.dumps_json(r) + "\n" for r in [*done, *new]).encode()
     with io.atomic_write(output, force=run.force or resume) as handle:
         handle.write(body)
     run.write_meta()
+    evaluate.raise_if_failed(new)  # error records are results: written first, then exit 1
 
 
 @main.command("score")

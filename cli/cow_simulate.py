@@ -34,13 +34,15 @@ DEMO = [
 @click.option("--fps", type=click.IntRange(1, 60), default=8, show_default=True, help="Video frame rate.")
 @click.option("--annotate", is_flag=True, help="Draw the mover's path and flash contacts red.")
 @click.option("--no-video", is_flag=True, help="Frames and cow.json only.")
+@click.option("--segmentation", is_flag=True,
+              help="Also write <id>/seg.npz: every frame's instance ids and depth (cow-reader --from-frames).")
 @click.option("--grounder", default=None, metavar="openai:MODEL",
               help="Ground mover and motion by asking this model for JSON [default: the built-in grammar].")
 @click.option("--base-url", metavar="URL", default=None,
               help="Server for --grounder [default: $OPENAI_BASE_URL]; key from $OPENAI_API_KEY only.")
 @gl_option
 @common_options("force", "meta", "quiet", "verbose")
-def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, grounder, base_url, gl_backend, **_):
+def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, segmentation, grounder, base_url, gl_backend, **_):
     """Simulate each item's hypothetical motion and render it (COW on CPU).
 
     perceive (the default, used for all claims) reads only the item's RGB image, depth,
@@ -72,7 +74,7 @@ def main(bench, out_dir, ids, scene, frames, fps, annotate, no_video, grounder, 
 
     run = Run.from_context()
     cfg = simulate_bench.CowConfig(scene=scene, frames=frames, fps=fps, annotate=annotate,
-                                   render=gl_backend != "none", video=not no_video)  # fmt: skip
+                                   render=gl_backend != "none", video=not no_video, segmentation=segmentation)  # fmt: skip
     lines = []
     id_list = [i.strip() for i in ids.split(",") if i.strip()] if ids else None
     endpoint = None

@@ -6,6 +6,10 @@
                        same layout in MuJoCo (the kinematic drive, contact checks every step)
   prefilter_agreement  share of collision layouts whose prefilter hit set equals MuJoCo's (not a time;
                        the issue's target is >= 0.95)
+  rollout_screening    the compatibility ground truth (2 s drops of candidates into the container) of 30
+                       scenes in one mujoco.rollout call (one thread; rollout_screening_2t: two) against
+                       stepping each scene with physics.run (mj_step from Python, contact scan per step);
+                       the rest positions are identical (tests/causal_spatial/test_tasks.py)
     nice -n 5 .venv/bin/python -P bench/causal_spatial/bench.py > bench/causal_spatial/bench.txt
 """
 
@@ -79,6 +83,22 @@ def main():
         agree += int({n for n, h in zip(objs, pre_hit) if h} == {n for n in ev.contacts if n in objs})
     print(f"swept_prefilter  {layouts}_layouts  {t_pre / layouts:.2e}  {t_sim / layouts:.2e}  {t_sim / t_pre:.0f}")
     print(f"prefilter_agreement  {layouts}_layouts  -  -  {agree / layouts:.3f}")
+
+    settings = tasks.Settings(size=128)
+    parts = scenes.container_objects((0.0, 0.0), 0.12, 0.07)
+    cam = scenes.camera((0.0, 0.0, 0.08), 0.8, 35, 0)
+    objs = []
+    for i in range(30):
+        w = 0.12 * float(rng.uniform(0.88, 1.12))
+        shape = ("box", "cylinder")[i % 2]
+        dims = {"w": w, "d": w, "h": 0.05} if shape == "box" else {"r": w / 2, "h": 0.05}
+        objs.append(scenes.shape_object(f"c{i}-{shape}", shape, "red", dims, (0.0, 0.0, 0.3)))
+    sims = [tasks._drop_scene(settings, cam, parts, o) for o in objs]
+    names = [o["name"] for o in objs]
+    t_one = best(lambda: [physics.run(s, tasks.DROP_SECONDS, watch=[n]) for s, n in zip(sims, names)], repeat=2)
+    for threads, case in ((1, "rollout_screening"), (2, "rollout_screening_2t")):
+        t_batch = best(lambda t=threads: physics.rollout_final(sims, names, tasks.DROP_SECONDS, threads=t), repeat=3)
+        print(f"{case}  {len(sims)}_drops  {t_batch:.3f}  {t_one:.3f}  {t_one / t_batch:.1f}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 When a request still fails after its retries, no new request is started, the ones in flight finish,
 and EndpointError (exit 1) is raised: one line naming the URL and the last status, with `.partial`
 holding every answer obtained (also committed to the cache, so the rerun asks only for the rest).
+With `ask_many(..., keep_going=True)` a request that fails for good does not stop the others: its
+slot holds the EndpointError instead of an Answer (the caller records it per request).
 """
 
 from __future__ import annotations
@@ -109,8 +111,10 @@ class Endpoint:
     def ask(self, request: Request) -> Answer:
         return self.ask_many([request])[0]
 
-    def ask_many(self, requests: Sequence[Request], progress=silent, phase: str | None = None) -> list[Answer]:
-        """Answers in the order of `requests`; cached ones cost no request."""
+    def ask_many(self, requests: Sequence[Request], progress=silent, phase: str | None = None,
+                 keep_going: bool = False) -> list:  # fmt: skip
+        """Answers in the order of `requests`; cached ones cost no request. With `keep_going`, a request
+        that fails after its retries leaves its EndpointError in its slot and the others go on."""
         phase = phase or f"asking {self.spec.text}"
         total = len(requests)
         answers: list[Answer | None] = [None] * total
@@ -130,13 +134,18 @@ class Endpoint:
         stop = threading.Event()  # set once a request fails for good (or on Ctrl-C): nothing new starts
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="endpoint")
         try:
-            futures = {pool.submit(self._ask_one, requests[i], keys[i], stop): i for i in todo}
+            futures = {pool.submit(self._ask_one, requests[i], keys[i], stop, keep_going): i for i in todo}
             for future in as_completed(futures):
                 try:
                     answers[futures[future]] = future.result()
                 except (CancelledError, _NotStarted):
                     continue
                 except EndpointError as exc:
+                    if keep_going:
+                        answers[futures[future]] = exc
+                        done += 1
+                        progress(phase, done, total)
+                        continue
                     if failure is None:
                         failure = exc
                         for other in futures:
@@ -160,11 +169,15 @@ class Endpoint:
             )
         return answers  # type: ignore[return-value]
 
-    def _ask_one(self, request: Request, key: str | None, stop: threading.Event) -> Answer:
+    def _ask_one(self, request: Request, key: str | None, stop: threading.Event, keep_going: bool = False) -> Answer:
         if stop.is_set():
             raise _NotStarted
         try:
             return self._attempts(request, key, stop)
+        except EndpointError:
+            if not keep_going:
+                stop.set()
+            raise
         except BaseException:
             stop.set()  # set here, in the worker, so its own next queued request does not start either
             raise

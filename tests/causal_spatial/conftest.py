@@ -32,3 +32,17 @@ def renderer():
         pytest.skip(f"no GL backend for off-screen rendering: {exc.message}")
     yield r
     r.close()
+
+
+@pytest.fixture(scope="session")
+def bench(tmp_path_factory):
+    """A physics-only benchmark (no GL): 2 items per task, seed 5. Tests must not change it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    folder = tmp_path_factory.mktemp("cs") / "bench"
+    exe = Path(sys.executable).parent / "causal-spatial"
+    subprocess.run([str(exe), "generate", "--gl", "none", "--per-task", "2", "--seed", "5", "-o", str(folder), "-q"],
+                   check=True, capture_output=True)  # fmt: skip
+    return folder

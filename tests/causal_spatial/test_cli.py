@@ -4,22 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory):
-    """A physics-only benchmark (no GL): 2 items per task, seed 5."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    folder = tmp_path_factory.mktemp("cs") / "bench"
-    exe = Path(sys.executable).parent / "causal-spatial"
-    subprocess.run([str(exe), "generate", "--gl", "none", "--per-task", "2", "--seed", "5", "-o", str(folder), "-q"],
-                   check=True, capture_output=True)  # fmt: skip
-    return folder
-
 
 def test_help_and_exit_status(run_cli):
     for argv in (["causal-spatial", "--help"], ["cow-simulate", "--help"], ["causal-spatial", "eval", "--help"]):
@@ -47,7 +31,7 @@ def test_generate_is_deterministic_and_balanced(run_cli, bench, tmp_path):
     assert meta["visibility_gt"] == "rays" and meta["mujoco_version"]
 
 
-def test_oracle_cow_reader_answers_from_simulation(run_cli, bench, tmp_path):
+def test_oracle_cow_reader_answers_from_simulation(run_cli, one_line_error, bench, tmp_path):
     cow = tmp_path / "cow"
     proc = run_cli(["cow-simulate", "--gl", "none", "--bench", str(bench), "--scene", "oracle", "-o", str(cow), "-q"])
     assert proc.returncode == 0, proc.stderr.decode()
@@ -58,6 +42,9 @@ def test_oracle_cow_reader_answers_from_simulation(run_cli, bench, tmp_path):
                     "-o", str(preds), "-q"]).returncode == 0  # fmt: skip
     score = json.loads(run_cli(["causal-spatial", "score", str(preds)]).stdout)
     assert score["n"] == 8 and score["accuracy"] >= 7 / 8 and score["parse_error_rate"] == 0
+    proc = run_cli(["causal-spatial", "eval", "--bench", str(bench), "--model", "cow-reader", "--cow", str(cow),
+                    "--from-frames", "-o", str(tmp_path / "f.jsonl")])  # fmt: skip
+    one_line_error(proc, "causal-spatial", "Collision_Level_1_0: no seg.npz", "cow-simulate --segmentation")
 
 
 def test_missing_cow_ids_is_an_error_and_writes_nothing(run_cli, one_line_error, bench, tmp_path):
@@ -81,6 +68,8 @@ def test_bad_inputs_exit_2(run_cli, one_line_error, bench, tmp_path):
     one_line_error(proc, "causal-spatial", "pass --train BENCH")
     proc = run_cli(["cow-simulate", "--gl", "none", "--bench", str(bench), "--ids", "Nope_1", "-o", str(out)])
     one_line_error(proc, "cow-simulate", "--ids: not in")
+    proc = run_cli(["cow-simulate", "--gl", "none", "--bench", str(bench), "--segmentation", "-o", str(out)])
+    one_line_error(proc, "cow-simulate", "--segmentation renders", "not with --gl none")
     proc = run_cli(["cow-simulate", "--bench", str(bench), "-o", str(out)])  # perceive needs images and sensors
     one_line_error(proc, "cow-simulate", "generated without images")
     assert not out.exists()

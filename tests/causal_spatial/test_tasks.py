@@ -85,3 +85,25 @@ def test_kinematic_drive_is_not_pushed_back():
     assert "red-box" in ev.contacts and 0.5 < ev.contacts["red-box"]["t"] < 0.8
     assert abs(ev.final("car")[0] - (-0.3 + 0.45)) < 1e-3  # exactly where the path says
     assert ev.final("red-box")[0] > 0.05  # pushed ahead
+
+
+def test_batched_rollout_screening_gives_the_stepped_ground_truth(settings):
+    """The compatibility drops go through one mujoco.rollout call; stepping each scene with physics.run
+    must give the very same rest positions (bit for bit), hence the same answers."""
+    rng = np.random.default_rng(7)
+    parts = scenes.container_objects((0.0, 0.0), 0.12, 0.07)
+    cam = scenes.camera((0.0, 0.0, 0.08), 0.8, 35, 0)
+    objs = []
+    for i, ratio in enumerate((0.9, 1.06, 0.8, 1.15)):  # two fit, two do not; boxes and cylinders
+        w = 0.12 * ratio
+        shape = ("box", "cylinder")[i % 2]
+        dims = {"w": w, "d": w, "h": 0.05} if shape == "box" else {"r": w / 2, "h": 0.05}
+        off = rng.uniform(-0.004, 0.004, size=2)
+        objs.append(scenes.shape_object(f"c{i}-{shape}", shape, "red", dims, (off[0], off[1], 0.3)))
+    sims = [tasks._drop_scene(settings, cam, parts, o) for o in objs]
+    batched = physics.rollout_final(sims, [o["name"] for o in objs], tasks.DROP_SECONDS, threads=2)
+    for sim, o, com in zip(sims, objs, batched):
+        stepped = physics.run(sim, tasks.DROP_SECONDS, watch=[o["name"]]).final(o["name"])
+        assert np.array_equal(com, stepped), (com, stepped)
+    inside = [physics.inside_box(c, (0.0, 0.0), 0.12, 0.012, 0.082) for c in batched]
+    assert inside == [True, False, True, False]

@@ -158,6 +158,7 @@ class Outcome:
     path: list  # the mover's positions at the frames (for annotation)
     contact_points: list  # (t, point) of the mover's contacts
     times: list
+    seg: dict | None = None  # with segmentation=True: per-frame instance ids and depth (seg.npz)
 
 
 def _spec(world: World, objects: list[dict]) -> dict:
@@ -166,8 +167,9 @@ def _spec(world: World, objects: list[dict]) -> dict:
     return spec
 
 
-def simulate(world: World, g: grammar.Grounding, *, frames: int, renderer=None) -> Outcome:
-    """Apply the grounded motion to the world, simulate, render `frames` + 1 frames and read events."""
+def simulate(world: World, g: grammar.Grounding, *, frames: int, renderer=None, segmentation: bool = False) -> Outcome:
+    """Apply the grounded motion to the world, simulate, render `frames` + 1 frames and read events;
+    with `segmentation` also every frame's instance ids and depth (what cow-reader --from-frames reads)."""
     task = g.task
     objects = [dict(o) for o in world.objects]
     names = {o["name"] for o in objects}
@@ -224,11 +226,19 @@ def simulate(world: World, g: grammar.Grounding, *, frames: int, renderer=None) 
         watch, mover = [g.mover], g.mover
     scene = physics.compile_spec(_spec(world, objects), "cow proxy")
     data = scene.new_data()
-    shots, path = [], []
+    shots, path, seg = [], [], {"ids": [], "depth": [], "times": []}
     body = scene.objects[mover].body_id if mover else None
+    segmentation = segmentation and renderer is not None
 
     def on_sample(t, d):
-        if renderer is not None:
+        if segmentation:
+            frame = renderer.render(scene, d, "cam")
+            shots.append(frame.rgb)
+            seg["ids"].append(frame.segmentation.astype(np.int16))
+            seg["depth"].append(frame.depth.astype(np.float16))
+            seg["times"].append(t)
+            seg["K"], seg["T"] = frame.K, frame.T
+        elif renderer is not None:
             shots.append(renderer.rgb(scene, d, "cam"))
         if body is not None:
             path.append(d.xpos[body].tolist())
@@ -273,7 +283,10 @@ def simulate(world: World, g: grammar.Grounding, *, frames: int, renderer=None) 
             events["landing"] = None
         events["contacts"] = contacts
     points = [(v["t"], v["point"]) for k, v in contacts.items() if k != "world"]
-    return Outcome(events, shots, path, points, ev.times)
+    if segmentation:
+        seg = {k: np.asarray(v) for k, v in seg.items()}
+        seg["names"] = {n: scene.objects[n].body_id for n in scene.objects}
+    return Outcome(events, shots, path, points, ev.times, seg if segmentation else None)
 
 
 # ---------------------------------------------------------------- drawing the cues

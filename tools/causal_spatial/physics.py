@@ -151,3 +151,36 @@ def inside_box(point, centre_xy, inner: float, floor_z: float, rim_z: float, *, 
 def wall_distance(point, centre_xy, inner: float) -> float:
     """Horizontal distance of a point to the nearest inner wall plane of a square container."""
     return float(min(abs(abs(point[0] - centre_xy[0]) - inner / 2), abs(abs(point[1] - centre_xy[1]) - inner / 2)))
+
+
+def rollout_final(scenes: list, names: list[str], duration: float, *, threads: int = 1) -> list[np.ndarray]:
+    """Final positions of `names[i]` in `scenes[i]` after `duration` s of free dynamics (nothing driven),
+    all simulated in one `mujoco.rollout` call (threaded C, no Python per step). The position is the
+    one `run` samples last (the state before the last step, which mj_step's kinematics report), so the
+    screening gives the same answers as stepping each scene with `run`. Scenes whose models differ in
+    size go in separate calls."""
+    from mujoco import rollout
+
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    n_steps = round(duration / scenes[0].model.opt.timestep)
+    out: list = [None] * len(scenes)
+    groups: dict = {}
+    for i, sc in enumerate(scenes):
+        m = sc.model
+        groups.setdefault((m.nq, m.nv, m.na, m.nu, m.nbody, m.ngeom, m.nmocap, m.opt.timestep), []).append(i)
+    for idx in groups.values():
+        models = [scenes[i].model for i in idx]
+        size = mujoco.mj_stateSize(models[0], spec)
+        init = np.empty((len(idx), size))
+        for row, i in enumerate(idx):
+            data = scenes[i].new_data()
+            mujoco.mj_getState(scenes[i].model, data, init[row], spec)
+        datas = [mujoco.MjData(models[0]) for _ in range(max(1, min(threads, len(idx))))]
+        warm = np.zeros((len(idx), models[0].nv))  # as a fresh MjData stepped by `run`
+        state, _ = rollout.rollout(models, datas, init, nstep=n_steps, initial_warmstart=warm)
+        for row, i in enumerate(idx):
+            sc, data = scenes[i], datas[0]
+            mujoco.mj_setState(sc.model, data, state[row, n_steps - 2] if n_steps > 1 else init[row], spec)
+            o = sc.objects[names[i]]
+            out[i] = np.array(data.qpos[o.free_qpos : o.free_qpos + 3])
+    return out

@@ -77,6 +77,7 @@ def score(preds: list[dict], *, seed: int = 0) -> dict:
         "per_task_level": {k: {"accuracy": float(np.mean(v)), "n": len(v)} for k, v in sorted(cells.items())},
         "not_sure_rate": float(np.mean([r["said_not_sure"] for r in rows])),
         "parse_error_rate": float(np.mean([r["parse_error"] for r in rows])),
+        "n_errors": int(sum(bool(r.get("error")) for r in rows)),
         "error_rate": float(np.mean([bool(r.get("error")) for r in rows])),
     }
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from methodkit.core import io
-from methodkit.core.errors import DataError
+from methodkit.core.errors import DataError, UsageError
 from methodkit.core.outputs import StagedFolder
 from methodkit.core.progress import silent
 from methodkit.tools.causal_spatial import bench_io, cow, grammar
@@ -21,6 +22,7 @@ class CowConfig:
     annotate: bool = False
     render: bool = True
     video: bool = True
+    segmentation: bool = False  # also seg.npz: every frame's instance ids and depth (cow-reader --from-frames)
 
 
 def simulate_item(bench, item: dict, cfg: CowConfig, renderer, size: int, g=None) -> tuple[dict, cow.Outcome]:
@@ -29,7 +31,7 @@ def simulate_item(bench, item: dict, cfg: CowConfig, renderer, size: int, g=None
         world = cow.perceived_world(bench_io.image(bench, item), bench_io.sensors(bench, item), g.task, size)
     else:
         world = cow.oracle_world(bench_io.scene_spec(bench, item), g.task, size)
-    outcome = cow.simulate(world, g, frames=cfg.frames, renderer=renderer)
+    outcome = cow.simulate(world, g, frames=cfg.frames, renderer=renderer, segmentation=cfg.segmentation)
     record = {
         "id": item["id"],
         "scene": cfg.scene,
@@ -58,6 +60,8 @@ def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = Non
         if unknown:
             raise DataError(f"--ids: not in {bench}/items.jsonl: {', '.join(unknown[:5])}")
         items = [it for it in items if it["id"] in set(ids)]
+    if cfg.segmentation and not cfg.render:
+        raise UsageError("--segmentation renders every frame's instance ids and depth; not with --gl none")
     if cfg.render and not meta.get("images"):
         raise DataError(f"{bench}: generated without images (--gl none); pass --gl none here too")
     size = int(meta["config"]["size"])
@@ -83,6 +87,11 @@ def run(bench: str, out_dir: str, cfg: CowConfig, *, ids: list[str] | None = Non
                     for j, frame in enumerate(frames):
                         video.write_png(frame, out.path(item["id"], f"frame_{j}.png"), force=True)
                         record["frames"].append(f"{item['id']}/frame_{j}.png")
+                    if outcome.seg is not None:
+                        seg = dict(outcome.seg, names=json.dumps(outcome.seg["names"]))
+                        with io.atomic_write(out.path(item["id"], "seg.npz"), force=True) as handle:
+                            np.savez_compressed(handle, **seg)
+                        record["segmentation"] = f"{item['id']}/seg.npz"
                     if cfg.video:
                         video.write_mp4(frames, out.path(item["id"], "video.mp4"), fps=cfg.fps, force=True)
                 io.write_json(record, out.path(item["id"], "cow.json"), force=True, indent=1)

@@ -143,3 +143,14 @@ def test_a_baseline_that_raises_stops_the_queue():
     with pytest.raises(ValueError, match="baseline bug"):
         endpoint.ask_many([Request.user(t) for t in ("a", "bad", "c", "d")])
     assert calls == ["a", "bad"]
+
+
+def test_keep_going_leaves_the_failure_in_its_slot_and_asks_the_rest(program):
+    spec, log = program
+    endpoint = _make(spec, concurrency=1)
+    answers = endpoint.ask_many([Request.user("crash"), Request.user("abc"), Request.user("de")], keep_going=True)
+    assert isinstance(answers[0], EndpointError) and "model weights not found" in answers[0].message
+    assert [a.text for a in answers[1:]] == ["cba", "ed"]
+    with pytest.raises(EndpointError):  # the default still stops at the first failure
+        endpoint.ask_many([Request.user("crash"), Request.user("fg")])
+    assert len(log.read_text().splitlines()) == 2
