@@ -2,96 +2,35 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import click
 
-from methodkit.cli._common import (
-    DemoStep,
-    OutputPath,
-    Run,
-    common_options,
-    input_argument,
-    option_group,
-    tool_group,
-    warn,
-)
+from methodkit.cli import _chess_options as opt
+from methodkit.cli._chess_options import DEMO  # noqa: F401  (cli/_demo.py reads a command's DEMO)
+from methodkit.cli._common import Run, common_options, input_argument, tool_group, warn
+from methodkit.tools.chess_wm import commands  # light: its verb bodies import the heavy modules
 
-ARCH_CHOICES = ("transformer", "slice", "slice-diag", "gdn", "gdn-pos", "mamba3", "mamba2")
-SIZE_CHOICES = ("d64", "d128", "d256", "d384", "d512")
-KERNEL_CHOICES = ("auto", "chunk", "recurrent", "numba")
-# torch's intra-op threads cost more than they gave on these models' small ops (d64 train: 3.9x slower
-# than one thread at the default of all cores, bench/threads/threads.txt); -j N asks for them.
-ONE_TORCH_THREAD = "1 thread"
-
-DEMO = [
-    DemoStep(
-        "chess-wm random --games 300 --max-plies 40 -o rand -q > /dev/null && "
-        "chess-wm train rand -o run --arch gdn --size d64 --steps 60 --batch-size 32 --lr 3e-3 --warmup 10 "
-        "--val rand -j 1 -q > train.json && chess-wm eval --checkpoint run rand=rand -j 1 -q > /dev/null && "
-        "cat train.json",
-        "300 random games, 40 plies",
-        "val_label_acc",
-        "GDN d64 labelwise accuracy",
-    ),
-    DemoStep("chess-wm selftest --games 4 -q", "built-in checks", "ok", "all checks pass"),
-]
+TORCH = ("device", "threads", "force", "meta", "quiet", "verbose")
+_warn = partial(warn, "chess-wm")
 
 
-def _require_chess():
-    from methodkit.core.errors import require
-
-    require("chess", "chess")
-
-
-def _out_dir_option(help_text: str, required: bool = True):
-    return click.option(
-        "-o",
-        "--output",
-        "out_dir",
-        type=OutputPath(folder=True),
-        required=required,
-        metavar="DIR",
-        help=help_text + " [required]",
-    )
+def _run() -> Run:
+    """The invocation's Run, once python-chess (the `chess` extra) is known to be installed."""
+    commands.require_chess()
+    return Run.from_context()
 
 
-def _ep_option(f):
-    return click.option(
-        "--ep",
-        type=click.Choice(("potential", "legal")),
-        default="potential",
-        show_default=True,
-        help="En-passant label: after every double push (paper) or only when a capture is legal (FEN).",
-    )(f)
+def _result(run: Run, compute, *args, checked: bool = False, **kwargs) -> None:
+    """compute(*args, **kwargs, progress=...) under the progress display, its result (a dict or .to_dict()) the
+    JSON line; with `checked`, exit 3 with the result's .failure() when it is not .ok."""
+    with run.progress() as cb:
+        result = compute(*args, **kwargs, progress=cb)
+    run.emit_result(result if isinstance(result, dict) else result.to_dict(), output="-")
+    if checked and not result.ok:
+        from methodkit.core.errors import CheckFailed
 
-
-# how games become a data folder (build, random)
-_data_options = option_group(
-    click.option(
-        "--format",
-        "data_format",
-        type=click.Choice(("npz", "jsonl")),
-        default="npz",
-        show_default=True,
-        help="NPZ shards, or one JSONL file in the official repository's schema.",
-    ),
-    _ep_option,
-    click.option(
-        "--min-fullmoves", type=click.IntRange(min=0), default=10, show_default=True, help="Drop shorter games."
-    ),
-    click.option(
-        "--max-plies",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Truncate longer games (counted in the summary) [default: keep whole games].",
-    ),
-    click.option(
-        "--games-per-shard",
-        type=click.IntRange(min=1),
-        default=4096,
-        show_default=True,
-        help="Games per NPZ shard.",
-    ),
-)
+        raise CheckFailed(result.failure())
 
 
 @tool_group(name="chess-wm")
@@ -131,18 +70,11 @@ def main():
     """
 
 
-# ---------------------------------------------------------------- data
-
-
 @main.command("build")
 @click.argument("input", nargs=-1, metavar="INPUT...")
-@_out_dir_option("Data folder to write (shards + manifest.json).", required=False)
-@_data_options
-@click.option(
-    "--strict", is_flag=True, help="Stop at the first bad game (with its byte offset) instead of skipping it."
-)
+@opt.build_options
 @common_options("force", "meta", "quiet", "verbose")
-def build(input, out_dir, data_format, ep, min_fullmoves, max_plies, games_per_shard, strict, **_):
+def build(input, out_dir, strict, **params):
     """Build a data set from PGN files (or '-' for stdin; .pgn.zst, .gz, .xz decompressed).
 
     Each game from the standard start becomes START + move tokens and the 75 labels after
@@ -150,47 +82,17 @@ def build(input, out_dir, data_format, ep, min_fullmoves, max_plies, games_per_s
     null_move, variant, setup, empty, short); --strict stops instead. Prints one JSON
     line: kept, skipped by reason, plies, truncated, shards.
     """
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.chess_wm.data import PgnOptions, build_from_pgn
-
-    _require_chess()
-    run = Run.from_context()
-    names = list(input) or ["-"]
-    inputs = [run.input_bytes(name) for name in names]
-    if not out_dir:
-        raise UsageError("-o/--output DIR is required (the data folder to write)")
-    sources = ((data.name, data.data) for data in inputs)
-    opts = PgnOptions(ep=ep, min_fullmoves=min_fullmoves, max_plies=max_plies, strict=strict)
-    with run.progress() as cb:
-        stats = build_from_pgn(
-            sources,
-            out_dir,
-            opts=opts,
-            fmt=data_format,
-            games_per_shard=games_per_shard,
-            force=run.force,
-            progress=cb,
-            warn=lambda message: warn("chess-wm", message),
-        )
-    run.emit_result({"output": out_dir, **stats.to_dict()}, output="-")
+    run = _run()
+    inputs = [run.input_bytes(name) for name in list(input) or ["-"]]
+    commands.require_out_dir(out_dir)
+    sources, data = ((d.name, d.data) for d in inputs), commands.DataOptions.from_params(params)
+    _result(run, commands.build_data, sources, out_dir, data, strict=strict, force=run.force, warn=_warn)
 
 
 @main.command("random")
-@click.option("--games", type=click.IntRange(min=1), default=1000, show_default=True, help="Games to keep.")
-@click.option(
-    "--engine",
-    type=click.Choice(("numba", "python")),
-    default="numba",
-    show_default=True,
-    help="Numba move generator, or python-chess (the reference; slower).",
-)
-@click.option(
-    "--pgn", "pgn_path", type=OutputPath(), default=None, metavar="PATH", help="Also write the games as PGN here."
-)
-@_out_dir_option("Data folder to write.")
-@_data_options
+@opt.random_options
 @common_options("seed", "force", "meta", "quiet", "verbose")
-def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, max_plies, games_per_shard, **_):
+def random_(games, engine, pgn_path, out_dir, **params):
     """Generate uniformly random legal games (the paper's out-of-distribution split).
 
     From the start position a uniformly random legal move is played until the game is over
@@ -199,88 +101,17 @@ def random_(games, engine, pgn_path, out_dir, data_format, ep, min_fullmoves, ma
     A --max-plies below 2 x --min-fullmoves is refused (exit 2); after 1000 short games
     in a row --min-fullmoves is taken as unreachable (exit 1).
     """
-    from methodkit.core import io
-    from methodkit.tools.chess_wm.data import write_games
-    from methodkit.tools.chess_wm.lengths import check_length_flags, engine_cap, guard_random_memory
-
-    check_length_flags(min_fullmoves, max_plies, engine_cap(engine, max_plies))
-    guard_random_memory(games, games_per_shard, max_plies, all_in_memory=bool(pgn_path))
-    _require_chess()
-    run = Run.from_context()
+    data = commands.DataOptions.from_params(params)
+    commands.check_random_flags(engine, games, data, pgn=bool(pgn_path))
+    run = _run()
     run.refuse_existing_output(pgn_path)
-    pgn: list[str] = []
-    if engine == "numba":
-        from methodkit.tools.chess_wm import engine as numba_engine
-
-        produced = numba_engine.random_games(games, run.seed, max_plies=max_plies, min_fullmoves=min_fullmoves, ep=ep)
-    else:
-        from methodkit.tools.chess_wm.generate import random_games
-
-        produced = random_games(
-            games, run.seed, max_plies=max_plies, min_fullmoves=min_fullmoves, ep=ep, pgn_sink=pgn if pgn_path else None
-        )
-    with run.progress() as cb:
-        stats = write_games(
-            out_dir,
-            produced,
-            source=f"random-{engine}",
-            ep=ep,
-            fmt=data_format,
-            force=run.force,
-            games_per_shard=games_per_shard,
-            max_plies=max_plies,
-            extra={"seed": run.seed, "engine": engine},
-            on_game=lambda k: cb("random", k, games),
-        )
-    if pgn_path:
-        if engine == "numba":
-            from methodkit.tools.chess_wm.data import load_dataset
-            from methodkit.tools.chess_wm.generate import pgn_from_tokens
-
-            pgn = pgn_from_tokens(load_dataset(out_dir))
-        with io.atomic_write(pgn_path, force=run.force) as handle:
-            handle.write("".join(pgn).encode())
-    run.emit_result({"output": out_dir, "source": f"random-{engine}", **stats.to_dict()}, output="-")
+    _result(run, commands.random_data, games, engine, run.seed, out_dir, data, pgn_path=pgn_path, force=run.force)
 
 
 @main.command("selfplay")
-@click.option("--games", type=click.IntRange(min=1), default=100, show_default=True, help="Games to play.")
-@click.option(
-    "--book",
-    default="/usr/share/games/gnuchess/book.bin",
-    show_default=True,
-    metavar="PATH",
-    help="Polyglot opening book ('' for none).",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(("numba", "heuristic", "stockfish", "auto")),
-    default="heuristic",
-    show_default=True,
-    help="Player after the book: the heuristic on the Numba engine (fastest), on python-chess, Stockfish, "
-    "or Stockfish when installed.",
-)
-@click.option("--stockfish", "stockfish_path", default=None, metavar="PATH", help="Stockfish binary [default: search].")
-@click.option("--max-plies", type=click.IntRange(min=1), default=400, show_default=True, help="Stop games here ('*').")
-@click.option("--nodes", default="200,2000", show_default=True, help="Stockfish node budget range per move: MIN,MAX.")
-@click.option(
-    "--temperature",
-    type=click.FloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    help="Gumbel noise scale (heuristic) or softmax temperature in pawns (Stockfish).",
-)
-@click.option(
-    "--data",
-    "data_dir",
-    type=OutputPath(folder=True),
-    default=None,
-    metavar="DIR",
-    help="--engine numba: write the games as a data folder here (no PGN unless -o names a file).",
-)
-@_ep_option
+@opt.selfplay_options
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
-def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature, data_dir, ep, **_):
+def selfplay(games, engine, data_dir, **params):
     """Play book-opening self-play games and write them as PGN (a synthetic human-proxy split).
 
     Each game draws its opening from a Polyglot book by entry weight until out of book,
@@ -291,107 +122,25 @@ def selfplay(games, book, engine, stockfish_path, max_plies, nodes, temperature,
     --engine heuristic) and --data writes the games straight into a data folder.
     """
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.chess_wm.generate import SelfplayOptions, parse_nodes, selfplay_pgn
 
-    _require_chess()
-    run = Run.from_context()
-    if data_dir is not None and engine != "numba":
-        raise UsageError("--data needs --engine numba (pipe the PGN of other engines into 'chess-wm build -')")
-    low, high = parse_nodes(nodes)
-    if engine == "numba":
-        _selfplay_numba(run, games, book, max_plies, temperature, data_dir, ep)
-        return
-    opts = SelfplayOptions(
-        book=book or None,
-        engine=engine,
-        stockfish=stockfish_path,
-        max_plies=max_plies,
-        nodes=(low, high),
-        temperature=temperature,
-    )
+    run = _run()
+    settings = commands.SelfplaySettings.from_params(engine, data_dir, params)
+    pgn = run.output != "-" or data_dir is None
     with run.progress() as cb:
-        text = "".join(selfplay_pgn(games, run.seed, opts, progress=cb))
-    run.write_meta()
-    with io.atomic_write(run.output, force=run.force) as handle:
-        handle.write(text.encode())
-
-
-def _selfplay_numba(run: Run, games, book, max_plies, temperature, data_dir, ep) -> None:
-    from methodkit.core import io
-    from methodkit.tools.chess_wm.data import write_games
-    from methodkit.tools.chess_wm.generate import numba_book_games, pgn_of_games
-
-    produced = numba_book_games(games, run.seed, book, max_plies, temperature, ep)
-    kept: list = []  # the games, when -o asks for their PGN
-    if run.output != "-" or data_dir is None:
-        produced = _kept(produced, kept)
-    with run.progress() as cb:
-        if data_dir is None:
-            for k, _ in enumerate(produced, 1):
-                cb("selfplay", k, games)
-        else:
-            extra = {"seed": run.seed, "engine": "numba", "book": book or None, "temperature": temperature}
-            stats = write_games(
-                data_dir,
-                produced,
-                source="book-numba",
-                ep=ep,
-                force=run.force,
-                extra=extra,
-                on_game=lambda k: cb("selfplay", k, games),
-            )
-    if data_dir is None:
-        run.write_meta()
-    if data_dir is None or run.output != "-":
+        result, text = commands.selfplay_games(games, run.seed, settings, want_pgn=pgn, force=run.force, progress=cb)
+    if text is not None:
         with io.atomic_write(run.output, force=run.force) as handle:
-            handle.write("".join(pgn_of_games(kept, "chess-wm selfplay (synthetic human-proxy, numba)")).encode())
-    if data_dir is not None:
-        run.emit_result({"output": data_dir, "source": "book-numba", **stats.to_dict()}, output="-")
-
-
-def _kept(stream, kept: list):
-    for game in stream:
-        kept.append(game)
-        yield game
-
-
-# ---------------------------------------------------------------- models
+            handle.write(text.encode())
+    if result is None:
+        run.write_meta()
+    else:
+        run.emit_result(result, output="-")
 
 
 @main.command("train")
 @click.argument("data", nargs=-1, required=True, metavar="DATA...")
-@_out_dir_option("Run folder: model.safetensors, model.json, config.json, log.csv.")
-@click.option("--arch", type=click.Choice(ARCH_CHOICES), default="gdn", show_default=True, help="Architecture.")
-@click.option("--size", type=click.Choice(SIZE_CHOICES), default="d128", show_default=True, help="Model size.")
-@click.option("--kernel", type=click.Choice(KERNEL_CHOICES), default="auto", show_default=True, help="Scan kernel.")
-@click.option("--val", "val_paths", multiple=True, metavar="DIR", help="Validation data [default: MD5 split of DATA].")
-@click.option("--steps", type=click.IntRange(min=1), default=None, help="Optimizer steps [default: --epochs passes].")
-@click.option("--epochs", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True, help="Passes.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True, help="Games per batch.")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=1e-3, show_default=True, help="Peak LR.")
-@click.option("--weight-decay", type=click.FloatRange(min=0), default=0.0, show_default=True, help="AdamW decay.")
-@click.option("--beta1", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="AdamW beta1.")
-@click.option("--beta2", type=click.FloatRange(0, 1), default=0.999, show_default=True, help="AdamW beta2.")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True, help="Linear warmup steps.")
-@click.option("--min-lr-ratio", type=click.FloatRange(0, 1), default=0.1, show_default=True, help="Cosine floor/LR.")
-@click.option("--clip", type=click.FloatRange(min=0), default=1.0, show_default=True, help="Global gradient clip.")
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True), default=0.1, show_default=True, help="Dropout.")
-@click.option("--max-plies", type=click.IntRange(min=1), default=None, help="Truncate games to this many plies.")
-@click.option("--log-every", type=click.IntRange(min=1), default=50, show_default=True, help="Log/validate every N.")
-@click.option(
-    "--val-games", type=click.IntRange(min=1), default=256, show_default=True, help="Games per log-step check."
-)
-@click.option("--checkpoint-every", type=click.IntRange(min=0), default=0, show_default=True, help="0: at the end.")
-@click.option("--resume", is_flag=True, help="Continue from the checkpoint in the run folder.")
-@click.option(
-    "--sweep",
-    "sweep_path",
-    default=None,
-    metavar="GRID.json",
-    help="Run a grid (lr, weight_decay, warmup, beta2, min_lr_ratio lists).",
-)
-@common_options("seed", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD)
+@opt.train_options
+@common_options("seed", *TORCH, threads_default=opt.ONE_TORCH_THREAD)
 def train(data, out_dir, arch, size, kernel, val_paths, dropout, resume, sweep_path, **params):
     """Train a world model on data folders (from build/random) and print the final JSON.
 
@@ -402,75 +151,20 @@ def train(data, out_dir, arch, size, kernel, val_paths, dropout, resume, sweep_p
     --kernel auto runs SLiCE and Mamba through their compiled Numba scans on the CPU
     (exact hand-written backward) and every recurrent family in chunked form on a GPU.
     """
-    from methodkit.tools.chess_wm.data import check_data_paths
-
     run = Run.from_context()
-    check_data_paths([*data, *val_paths])
-    from methodkit.tools.chess_wm.models import ModelConfig
-    from methodkit.tools.chess_wm.training import TrainOptions, sweep, train_model
-
+    commands.check_data_paths([*data, *val_paths])  # before torch is imported
     run.threads(default=1)
     device = run.torch_device()
-    cfg = ModelConfig(arch=arch, size=size, dropout=dropout, kernel=kernel)
-    opts = TrainOptions.from_params(params, seed=run.seed)
-    with run.progress() as cb:
-        if sweep_path:
-            grid = run.read_json(sweep_path)
-            if not isinstance(grid, dict):
-                from methodkit.core.errors import DataError
-
-                raise DataError(f"{sweep_path}: a sweep grid is a JSON object of lists")
-            result = sweep(
-                data, out_dir, cfg, opts, grid, val_paths=val_paths, force=run.force, device=device, progress=cb,
-                warn=lambda message: warn("chess-wm", message),
-            )  # fmt: skip
-        else:
-            result = train_model(
-                data,
-                out_dir,
-                cfg,
-                opts,
-                val_paths=val_paths,
-                resume=resume,
-                force=run.force,
-                device=device,
-                progress=cb,
-                warn=lambda message: warn("chess-wm", message),
-            ).to_dict()
-    run.emit_result(result, output="-")
+    cfg, opts = commands.train_config(arch, size, dropout, kernel, params, seed=run.seed)
+    grid = run.read_json(sweep_path) if sweep_path else None
+    _result(run, commands.train_or_sweep, data, out_dir, cfg, opts, grid=grid, grid_name=sweep_path,
+            val_paths=val_paths, resume=resume, force=run.force, device=device, warn=_warn)  # fmt: skip
 
 
 @main.command("eval")
 @click.argument("datasets", nargs=-1, required=True, metavar="NAME=DIR...")
-@click.option(
-    "--checkpoint",
-    "checkpoints",
-    multiple=True,
-    required=True,
-    metavar="PATH",
-    help="Run folder or .safetensors (repeatable).",
-)
-@click.option(
-    "--out-dir",
-    type=OutputPath(folder=True),
-    default=None,
-    metavar="DIR",
-    help="Write metrics.json and summary.tsv here.",
-)
-@click.option(
-    "--per-game",
-    "per_game_path",
-    type=OutputPath(),
-    default=None,
-    metavar="PATH",
-    help="JSONL: first wrong ply and wrong labels per game.",
-)
-@click.option("--max-plies", type=click.IntRange(min=1), default=None, help="Truncate games to this many plies.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True, help="Games per batch.")
-@click.option("--kernel", type=click.Choice(KERNEL_CHOICES), default=None, help="Override the scan kernel.")
-@common_options(
-    "output", "format", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD
-)
+@opt.eval_options
+@common_options("output", "format", *TORCH, threads_default=opt.ONE_TORCH_THREAD)
 def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, kernel, **_):
     """Evaluate checkpoints on named data sets (NAME=DIR) and print a TSV table.
 
@@ -479,38 +173,22 @@ def eval_(datasets, checkpoints, out_dir, per_game_path, max_plies, batch_size, 
     recorded as inf and the other data sets still run. metrics.json adds the 20-ply
     prefix bins.
     """
-    from methodkit.core import io
-    from methodkit.tools.chess_wm.evaluation import evaluate_many, parse_named
-    from methodkit.tools.chess_wm.training import checkpoint_path
+    from methodkit.tools.chess_wm.evaluation import evaluate_many
 
-    for path in checkpoints:
-        checkpoint_path(path)
     run = Run.from_context()
-    parse_named(datasets)  # a malformed or repeated NAME is refused before any checkpoint is loaded
-    if run.output != "-" and not run.fmt:
-        io.format_from_path(run.output)  # an unknown extension is refused, not written as CSV
+    commands.check_eval_args(checkpoints, datasets, run.output, run.fmt)
     run.threads(default=1)
     device = run.torch_device()
     with run.progress() as cb:
-        frame = evaluate_many(
-            checkpoints,
-            datasets,
-            out_dir=out_dir,
-            per_game_path=per_game_path,
-            max_plies=max_plies,
-            batch_size=batch_size,
-            kernel=kernel,
-            device=device,
-            force=run.force,
-            progress=cb,
-        )
+        frame = evaluate_many(checkpoints, datasets, out_dir=out_dir, per_game_path=per_game_path, max_plies=max_plies,
+                              batch_size=batch_size, kernel=kernel, device=device, force=run.force, progress=cb)  # fmt: skip
     run.emit_table(frame, fmt=run.fmt or ("tsv" if run.output == "-" else None))
 
 
 @main.command("predict")
 @input_argument()
 @click.option("--checkpoint", default=None, metavar="PATH", help="Run folder or .safetensors (required).")
-@common_options("output", "device", "threads", "force", "meta", "quiet", "verbose", threads_default=ONE_TORCH_THREAD)
+@common_options("output", *TORCH, threads_default=opt.ONE_TORCH_THREAD)
 def predict(input, checkpoint, **_):
     """Predict the state after every prefix of UCI move lines (one game per line) as JSONL.
 
@@ -520,21 +198,13 @@ def predict(input, checkpoint, **_):
     (with its ply) and the other lines still run.
     """
     from methodkit.core import io
-    from methodkit.core.errors import UsageError
-    from methodkit.tools.chess_wm.predict import predict_lines
-    from methodkit.tools.chess_wm.training import checkpoint_path, load_model
 
-    if checkpoint:
-        checkpoint_path(checkpoint)  # a missing run folder is named before the input is read
-    _require_chess()
-    run = Run.from_context()
+    commands.check_checkpoint(checkpoint, given_only=True)  # a missing run folder is named before INPUT is read
+    run = _run()
     text = run.input_bytes(input).data.decode("utf-8", errors="replace")
-    if not checkpoint:  # after INPUT, so that a missing input file is reported first (the contract)
-        raise UsageError("--checkpoint is required (a run folder from 'chess-wm train')")
+    commands.check_checkpoint(checkpoint)  # no --checkpoint: after INPUT, so a missing input is reported first
     run.threads(default=1)
-    device = run.torch_device()
-    model, _, data_spec = load_model(checkpoint, device=device)
-    records = predict_lines(model, text.splitlines(), data_spec.get("ep", "potential"), device=device)
+    records = commands.predict_records(checkpoint, text.splitlines(), device=run.torch_device())
     run.write_meta()
     with io.atomic_write(run.output, force=run.force) as handle:
         for record in records:
@@ -552,32 +222,15 @@ def check(data, **_):
     folder's --ep convention). Prints one JSON line: games, plies, bad_games,
     first_mismatch, ok; a mismatch then exits 3 naming the first wrong game, ply and label.
     """
-    from methodkit.core.errors import CheckFailed
-    from methodkit.tools.chess_wm.check import CheckReport, check_games
-    from methodkit.tools.chess_wm.data import check_data_paths, load_dataset
+    from methodkit.tools.chess_wm.check import check_folders
 
-    _require_chess()
-    run = Run.from_context()
-    check_data_paths(list(data))
-    total = CheckReport()
-    with run.progress() as cb:
-        for path in data:
-            games = load_dataset(path)
-            games.name = str(path)
-            report = check_games(games, cb)
-            total.games, total.plies = total.games + report.games, total.plies + report.plies
-            total.bad_games += report.bad_games
-            total.first_mismatch = total.first_mismatch or report.first_mismatch
-    run.emit_result(total.to_dict(), output="-")
-    if total.bad_games:
-        raise CheckFailed(f"{total.first_mismatch} ({total.bad_games} of {total.games} games wrong)")
+    run = _run()
+    commands.check_data_paths(list(data))
+    _result(run, check_folders, data, checked=True)
 
 
 @main.command("selftest")
-@click.option(
-    "--games", type=click.IntRange(min=1), default=20, show_default=True, help="Random games for parity checks."
-)
-@click.option("--full", is_flag=True, help="Full perft depths (start 5, Kiwipete 4, position 3 5): ~1 min.")
+@opt.selftest_options
 @common_options("seed", "threads", "meta", "quiet", "verbose")
 def selftest(games, full, **_):
     """Run the self-checks: perft, encoder parity, chunked-vs-step kernel parity (exit 3 on a mismatch).
@@ -588,14 +241,8 @@ def selftest(games, full, **_):
     parity runs every recurrent family in chunked and step form on the same input, and the
     SLiCE and Mamba families also in their compiled Numba form.
     """
-    from methodkit.core.errors import CheckFailed
     from methodkit.tools.chess_wm.selftest import run_selftest
 
-    _require_chess()
-    run = Run.from_context()
+    run = _run()
     run.threads()
-    with run.progress() as cb:
-        report = run_selftest(games=games, perft_scale=1 if full else 0, seed=run.seed, progress=cb)
-    run.emit_result(report.to_dict(), output="-")
-    if not report.ok:
-        raise CheckFailed(f"self-check failed: {', '.join(c.name for c in report.checks if not c.ok)}")
+    _result(run, run_selftest, games=games, perft_scale=1 if full else 0, seed=run.seed, checked=True)

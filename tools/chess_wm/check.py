@@ -34,7 +34,15 @@ class CheckReport:
 
     def to_dict(self) -> dict:
         return {"games": self.games, "plies": self.plies, "bad_games": self.bad_games,
-                "first_mismatch": self.first_mismatch, "ok": self.bad_games == 0}  # fmt: skip
+                "first_mismatch": self.first_mismatch, "ok": self.ok}  # fmt: skip
+
+    @property
+    def ok(self) -> bool:
+        return self.bad_games == 0
+
+    def failure(self) -> str:
+        """The one-line message of a failed check (exit 3): the first wrong game, ply and label."""
+        return f"{self.first_mismatch} ({self.bad_games} of {self.games} games wrong)"
 
 
 def _first_problem(tokens: np.ndarray, states: np.ndarray, ep: str) -> str | None:
@@ -75,3 +83,18 @@ def check_games(games, progress: ProgressCallback = silent) -> CheckReport:
                 report.first_mismatch = f"{games.name or 'data'}: game {i} ({games.game_id[i]}): {problem}"
         progress("check", i + 1, len(games))
     return report
+
+
+def check_folders(paths, progress: ProgressCallback = silent) -> CheckReport:
+    """check_games over every data folder of `paths`, summed; the first mismatch names its folder."""
+    from methodkit.tools.chess_wm.data import load_dataset
+
+    total = CheckReport()
+    for path in paths:
+        games = load_dataset(path)
+        games.name = str(path)
+        report = check_games(games, progress)
+        total.games, total.plies = total.games + report.games, total.plies + report.plies
+        total.bad_games += report.bad_games
+        total.first_mismatch = total.first_mismatch or report.first_mismatch
+    return total

@@ -35,6 +35,10 @@ class SelftestReport:
             "checks": [asdict(c) for c in self.checks],
         }
 
+    def failure(self) -> str:
+        """The one-line message of a failed self-test (exit 3)."""
+        return f"self-check failed: {', '.join(c.name for c in self.checks if not c.ok)}"
+
 
 def run_selftest(
     *, games: int = 20, perft_scale: int = 0, seed: int = 0, progress: ProgressCallback = silent
