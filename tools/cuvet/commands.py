@@ -68,6 +68,24 @@ def rct(
     return data
 
 
+def fit_model(data: RCT, opts: dict, seed: int, progress):
+    """fit's model from its flags (Numba loads here: only once the input is known to be good)."""
+    from methodkit.tools.cuvet.model import fit
+    from methodkit.tools.cuvet.tree import TreeParams
+
+    params = TreeParams(opts["max_depth"], opts["min_leaf"], opts["min_arm"], lookahead=opts["lookahead"])
+    return fit(data, budget=opts["budget"], budget_frac=opts["budget_frac"], use_bayes=opts["bayes"], seed=seed,
+               params=params, honest=not opts["no_honest"], progress=progress)  # fmt: skip
+
+
+def model_document(model, data: RCT, opts: dict) -> dict:
+    """The model JSON: the model and the columns it was fitted on, with the rows dropped."""
+    body = model.to_dict()
+    body["data"] = {k: opts[c] for k, c in (("treatment", "treatment"), ("value", "value"), ("id", "id_col"))}
+    body["data"]["dropped"] = data.dropped
+    return body
+
+
 def fit_summary(model, data: RCT, path: str) -> dict:
     """The one-line summary `fit -o FILE` prints beside the model it wrote."""
     return {
