@@ -1,10 +1,36 @@
-"""gbdt-poison's option groups: the data options every verb shares, the attack options of attack and sweep."""
+"""gbdt-poison's option groups (the data options every verb shares, the attack options of attack and sweep),
+make demo's step, and the verbs' -j and warning helpers."""
 
 from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import OutputPath, option_group
+from methodkit.cli._common import DemoStep, OutputPath, option_group, warn
+
+PROG = "gbdt-poison"
+DEMO = [
+    DemoStep(
+        "gbdt-poison attack --dataset credit-g --budget 0.1 --eps 4 --iters 6 -o poisoned.csv",
+        "credit-g",
+        "drop.test_f1",
+        "test F1 drop (Credit-g, 10% rows, eps 4)",
+    ),
+]
+
+
+def apply_threads(params: dict) -> int:
+    """Apply -j before anything imports numba: core.backend.set_threads sets NUMBA_NUM_THREADS, and a
+    change after numba's import makes its next compilation raise (config reload)."""
+    from methodkit.core.backend import set_threads
+
+    return set_threads(params["threads"])
+
+
+def warn_all(messages: list[str], quiet: bool) -> None:
+    if not quiet:
+        for message in messages:
+            warn(PROG, message)
+
 
 # where the data come from and the roles of its columns (every verb)
 data_options = option_group(

@@ -6,18 +6,9 @@ import functools
 
 import click
 
-from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
-from methodkit.cli._gbdt_options import attack_options, attack_outputs, data_options, sweep_options
-
-PROG = "gbdt-poison"
-DEMO = [
-    DemoStep(
-        "gbdt-poison attack --dataset credit-g --budget 0.1 --eps 4 --iters 6 -o poisoned.csv",
-        "credit-g",
-        "drop.test_f1",
-        "test F1 drop (Credit-g, 10% rows, eps 4)",
-    ),
-]
+from methodkit.cli import _gbdt_options as verb
+from methodkit.cli._common import Run, common_options, input_argument, tool_group, warn
+from methodkit.cli._gbdt_options import DEMO, PROG  # noqa: F401  (make demo reads cli modules' DEMO)
 
 
 @tool_group(name=PROG)
@@ -27,17 +18,11 @@ def main():
     The attacker changes a few numeric cells of at most budget × n train rows,
     never their labels, so that the victim LightGBM retrained on the data does
     worse on unseen test data. Rows are chosen by BoostIn influence on the
-    attacker's validation loss, columns by split gain, and the rows move inside
-    class-shaped Mahalanobis ellipsoids of radius eps, clipped to the data's
+    attacker's validation loss, columns by split gain, and each row moves inside
+    a class-shaped Mahalanobis ellipsoid of radius eps, clipped to the data's
     range and integer lattice, so that every poisoned row stays plausible.
-    The default search (--search threshold) moves each row along its columns
-    across the victim's own split thresholds: one projected probe per threshold
-    interval within reach, scored by the first-order change of the validation
-    loss through the trees' leaf values, then a line search over how many rows
-    take their best move, judged by retraining. --search zo is the issue's
-    ZO-PSGD with Gaussian finite-difference probes. Probes and iterates are
-    both projected; the best visited point is kept because the objective is
-    piecewise constant.
+    The two searches (--search threshold, the default, and the issue's ZO-PSGD,
+    --search zo) and our readings of the paper are in docs/gbdt.md.
 
     \b
     VERBS
@@ -56,21 +41,9 @@ def main():
 
     \b
     NOTES
-      Our reading where the paper is vague:
-      - --search threshold (default, ours): a GBDT only sees a value cross a
-        split threshold, so Gaussian probes (2q = 8 in B x k dims) mostly
-        measure nothing; --search zo keeps the issue's ZO-PSGD (the two
-        compared: docs/gbdt.md).
-      - Accept-best keeps the best of the iterates AND of the projected probes:
-        both are feasible points whose victim was already trained.
-      - --transform log1p acts on non-negative columns with skewness >= 1.
-      - The poisoned table keeps every row of INPUT (the attacker's validation
-        rows untouched; --drop-validation leaves them out), and the reported
-        victim is trained on exactly that file, so 'eval' on it reproduces them.
-      - BoostIn's lambda is max(lambda_l2, 1e-3), as tree_influence does.
-      - -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits make
-        2 threads far slower than 1 (docs/gbdt.md); results can differ by -j.
-      - Bad input data exit 2 (methodkit's convention), not 1.
+      -j defaults to 1: on a busy machine LightGBM's OpenMP spin-waits make
+      2 threads far slower than 1 (docs/gbdt.md); results can differ by -j.
+      Bad input data exit 2 (methodkit's convention), not 1.
 
     \b
     EXIT STATUS
@@ -82,26 +55,9 @@ def main():
     """
 
 
-def _threads(params: dict) -> int:
-    """Apply -j before anything imports numba: core.backend.set_threads sets NUMBA_NUM_THREADS, and a
-    change after numba's import makes its next compilation raise (config reload)."""
-    from methodkit.core.backend import set_threads
-
-    return set_threads(params["threads"])
-
-
-def _warn_all(messages: list[str], quiet: bool) -> None:
-    if not quiet:
-        for message in messages:
-            warn(PROG, message)
-
-
-# ---------------------------------------------------------------- verbs
-
-
 @main.command("influence")
 @input_argument()
-@data_options
+@verb.data_options
 @common_options("output", "format", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def influence_cmd(input, **params):
     """BoostIn influence of every train row on the attacker's validation loss.
@@ -122,7 +78,7 @@ def influence_cmd(input, **params):
       2  bad usage or bad input data
       130  interrupted
     """
-    _threads(params)
+    verb.apply_threads(params)
     from methodkit.tools.gbdt import runs
 
     run = Run.from_context()
@@ -130,49 +86,40 @@ def influence_cmd(input, **params):
     problem = runs.prepare(run.read_table, input, params, run.seed)
     with run.progress() as progress:
         frame = runs.influence_table(problem, runs.victim(params, run.seed), progress)
-    _warn_all(problem.warnings, run.quiet)
+    verb.warn_all(problem.warnings, run.quiet)
     run.emit_table(frame)
 
 
 @main.command("attack")
 @input_argument()
-@data_options
-@attack_options
-@attack_outputs
+@verb.data_options
+@verb.attack_options
+@verb.attack_outputs
 @common_options("output", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def attack_cmd(input, **params):
     """Poison the train rows and write the poisoned table and its manifest.
 
     OUTPUT (-o, required: CSV or Parquet by extension) is INPUT's train table,
     every row in file order, labels byte-identical, with only the moved cells
-    changed; the attacker's validation rows (positions in the manifest) are kept
-    untouched, or left out with --drop-validation. "clean" and "poisoned" are the
-    victim trained on the same rows as read and on exactly OUTPUT; "attacker" is
-    the search's view (trained on the train part, scored on the validation
-    rows). The manifest records the data hash, poisoned rows with old and new
-    values, radii, chosen columns and their gain, influence scores, eps, seed,
-    victim parameters, LightGBM version, clean and poisoned metrics, the
-    objective trace and the plausibility report. One JSON summary line goes to
-    stdout. The reported metrics come from a true retrain on the written data.
+    changed; the attacker's validation rows are kept untouched, or left out
+    with --drop-validation. "clean" and "poisoned" are the victim trained on
+    the same rows as read and on exactly OUTPUT; "attacker" is the search's
+    view. The manifest (docs/gbdt.md) records the data hash, the poisoned rows
+    with old and new values, the metrics, the objective trace and the
+    plausibility report; one JSON summary line goes to stdout.
 
-    After every iteration the search state (iterate, best point, step, RNG) is
-    kept in OUTPUT.partial.json; rerunning the same command after an interruption
-    or a LightGBM failure continues from it and ends with the same result as an
-    uninterrupted run. The file is removed on success; a checkpoint of other
-    settings or data is refused (remove it, or --force to start over).
-    --fast-bins lets the attack-time retrains reuse the clean data's bin
-    boundaries; --workers N trains the probes (zo) or line-search points
-    (threshold) of an iteration N at a time.
+    The search state is kept in OUTPUT.partial.json after every iteration:
+    rerunning the same command continues it to the same result as an
+    uninterrupted run; it is removed on success, and one of other settings or
+    data is refused (remove it, or --force). --fast-bins reuses the clean
+    data's bin boundaries in attack-time retrains; --workers N trains an
+    iteration's probes or line-search points N at a time.
 
-    --search threshold, per iteration: the victim retrained on the current
-    point is the anchor; each row's coordinate line inside its ellipsoid ∩ box
-    is cut by the anchor's split thresholds; one point per interval (midpoint,
-    or an integer for integer columns; the 24 nearest) is projected and scored
-    by the first-order change of the validation logloss through the leaf
-    values it changes; each row keeps its best improving probe, and the moves
-    of all, 1/2, 1/4, 1/8 of those rows (best first) are retrained (--oracle
-    refit: leaf-refit, then only the chosen one retrained); the best becomes
-    the next iterate. 4 retrains per iteration, 81 in all by default.
+    --search threshold (default) cuts each row's coordinate lines at the
+    victim's split thresholds, scores one projected probe per interval through
+    the leaf values and retrains the best moves of all, 1/2, 1/4, 1/8 of the
+    rows (4 retrains per iteration); --search zo is ZO-PSGD with Gaussian
+    probes (docs/gbdt.md, "What it does").
     A one-hot group (detected, or --one-hot) moves only as one categorical: a
     row may switch to a level held by >= 1% of its class (one group per row,
     --search threshold), never leaving zero or two levels set.
@@ -191,8 +138,8 @@ def attack_cmd(input, **params):
       3  --fail-above-f1: the poisoned F1 is above the gate
       130  interrupted
     """
-    _threads(params)
-    from methodkit.tools.gbdt import attack, runs
+    verb.apply_threads(params)
+    from methodkit.tools.gbdt import runs
 
     run = Run.from_context()
     problem = runs.prepare(run.read_table, input, params, run.seed)
@@ -204,14 +151,10 @@ def attack_cmd(input, **params):
     partial = runs.AttackCheckpoint(output, config, victim, problem, run.force)
     if partial.resume is not None and not run.quiet:
         warn(PROG, f"resuming from {partial.path} after iteration {partial.resume['iter']}")
-    try:
-        with run.progress() as progress:
-            result = attack.run(problem, victim, config, progress, checkpoint=partial.save, resume=partial.resume)
-    except attack.AttackFailed as exc:
-        partial.save_failure(exc.trace)
-        raise
+    with run.progress() as progress:
+        result = partial.run_attack(problem, victim, config, progress)
     runs.write_attack(result, output, kind, manifest, run.force, run.input_digests)
-    _warn_all(result.warnings, run.quiet)
+    verb.warn_all(result.warnings, run.quiet)
     run.emit_result({**result.summary(), "output": output, "manifest": manifest}, output="-")
     partial.remove()
     runs.gate(result.gate_f1(), params.get("fail_above_f1"), "poisoned")
@@ -219,29 +162,24 @@ def attack_cmd(input, **params):
 
 @main.command("sweep")
 @input_argument()
-@data_options
-@functools.partial(attack_options, with_eps=False)
-@sweep_options
+@verb.data_options
+@functools.partial(verb.attack_options, with_eps=False)
+@verb.sweep_options
 @common_options("output", "format", "in_format", "force", "meta", "quiet", "verbose")
 def sweep_cmd(input, **params):
     """Run the attack over an eps grid × seeds, with baselines; one CSV row per run.
 
     Columns: eps, seed, method, val_f1, test_f1, test_acc, n_poison, mean_maha,
-    runtime_s, clean_val_f1, clean_test_f1, thresholds_crossed (distinct split
-    thresholds of the clean model the poisoned rows fall across: the discrete
-    mechanism behind the non-monotone eps curve), feasible_fraction. With
-    --dataset credit-g each seed also draws its own 70/30 split. --format jsonl
-    gives one JSON object per run (for jq); --summary writes the mean F1 drop per
-    method and eps and whether it is monotone in eps.
+    runtime_s, clean_val_f1, clean_test_f1, thresholds_crossed (clean-model
+    split thresholds the poisoned rows cross), feasible_fraction. With
+    --dataset credit-g each seed draws its own 70/30 split. --summary writes
+    the mean F1 drop per method and eps and whether it is monotone in eps.
 
-    Runs are independent: --scheduler local runs --dask-workers of them at once
-    on an in-process Dask cluster (threads; LightGBM trains outside the GIL), an
-    address sends them to a Dask cluster; rows come back in the serial order, so
-    the table does not depend on the scheduler. With -o FILE every finished run
-    is kept in FILE.partial.json; rerunning the same command after an
-    interruption (Ctrl-C, a crash) reruns only the missing runs, and the partial
-    file is removed once FILE is written. A partial file from different settings
-    or data is refused (remove it, or --force to start over).
+    --scheduler local runs --dask-workers runs at once on an in-process Dask
+    cluster, an address sends them to a Dask cluster; rows come back in the
+    serial order. With -o FILE finished runs are kept in FILE.partial.json, so
+    rerunning the command after an interruption reruns only the missing ones
+    (one of other settings or data is refused: remove it, or --force).
 
     \b
     EXAMPLES
@@ -256,7 +194,7 @@ def sweep_cmd(input, **params):
       2  bad usage or bad input data
       130  interrupted
     """
-    _threads(params)
+    verb.apply_threads(params)
     from methodkit.core import io
     from methodkit.tools.gbdt import runs
 
@@ -269,7 +207,7 @@ def sweep_cmd(input, **params):
         warn(PROG, f"resuming from {job.partial.path}: {len(job.partial.done)} run(s) already done")
     with run.progress() as progress:
         result = job.run(progress)
-    _warn_all(result.warnings, run.quiet)
+    verb.warn_all(result.warnings, run.quiet)
     if params.get("summary"):
         io.write_json(result.curve(), params["summary"], force=run.force)
     if run.verbose:
@@ -281,7 +219,7 @@ def sweep_cmd(input, **params):
 
 @main.command("eval")
 @input_argument()
-@data_options
+@verb.data_options
 @click.option("--fail-above-f1", type=float, default=None, help="Exit 3 if the test F1 is above this value.")
 @common_options("output", "in_format", "seed", "force", "meta", "quiet", "verbose")
 def eval_cmd(input, **params):
@@ -304,7 +242,7 @@ def eval_cmd(input, **params):
       3  --fail-above-f1: the test F1 is above the gate
       130  interrupted
     """
-    _threads(params)
+    verb.apply_threads(params)
     import time
 
     from methodkit.tools.gbdt import runs
@@ -314,6 +252,6 @@ def eval_cmd(input, **params):
     runs.refuse_inputs([run.output], [input, params.get("test_path")])
     train, test, label, positive, _ = runs.tables(run.read_table, input, params, run.seed)
     result, warnings = runs.eval_victim(train, test, label, positive, params, run.seed)
-    _warn_all(warnings, run.quiet)
+    verb.warn_all(warnings, run.quiet)
     run.emit_result({**result, "seconds": round(time.monotonic() - started, 3)})
     runs.gate(result["test_f1"], params.get("fail_above_f1"), "test")

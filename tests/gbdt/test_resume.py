@@ -74,6 +74,29 @@ def test_lightgbm_failure_in_the_loop_keeps_the_trace(monkeypatch):
     assert [t["iter"] for t in info.value.trace["trace"]] == [0]
 
 
+def test_a_failed_attack_leaves_its_trace_and_last_state_in_the_checkpoint(monkeypatch, tmp_path):
+    from methodkit.tools.gbdt.runs import AttackCheckpoint
+
+    p = problem(300, seed=1)
+    cfg = attack.AttackConfig(budget=0.1, eps=1.5, iters=3, q=2, seed=5)
+    real_fit, calls = Victim.fit, {"n": 0}
+
+    def failing_fit(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 6:  # clean fit, J(x0), then probes of iteration 1
+            raise RunFailure("LightGBM failed: simulated")
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(Victim, "fit", failing_fit)
+    partial = AttackCheckpoint(str(tmp_path / "p.csv"), cfg, _victim(), p, force=False)
+    with pytest.raises(attack.AttackFailed):
+        partial.run_attack(p, _victim(), cfg, lambda *a: None)
+    saved = json.loads(Path(partial.path).read_text())
+    assert saved["error"] == "LightGBM failed: simulated"
+    assert [t["iter"] for t in saved["trace"]] == [0]
+    assert saved["fingerprint"] == partial.last["fingerprint"]
+
+
 def _sweep(p, done=None, on_row=None, scheduler="sync"):
     cfg = attack.AttackConfig(budget=0.1, iters=1, q=1, seed=0)
     return sweep.run(

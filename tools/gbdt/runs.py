@@ -257,6 +257,17 @@ class AttackCheckpoint:
         if os.path.exists(self.path):
             os.remove(self.path)
 
+    def run_attack(self, problem, victim, config, progress):
+        """The attack, resumed from this checkpoint if there is one, saving after every iteration; a LightGBM
+        failure leaves its trace here before it propagates."""
+        from methodkit.tools.gbdt import attack
+
+        try:
+            return attack.run(problem, victim, config, progress, checkpoint=self.save, resume=self.resume)
+        except attack.AttackFailed as exc:
+            self.save_failure(exc.trace)
+            raise
+
 
 class SweepCheckpoint:
     """OUTPUT.partial.json of a sweep: the rows of the runs done, rewritten after every run (none on stdout)."""
