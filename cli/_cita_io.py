@@ -2,7 +2,44 @@
 
 from __future__ import annotations
 
-from methodkit.cli._common import Run, warn
+import click
+
+from methodkit.cli._common import Run, option_group, warn
+
+# BFCL v4's multi-turn categories (bfcl-eval's names)
+CATEGORIES = ("multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func", "multi_turn_long_context")
+
+
+def bfcl_options(with_split: bool):
+    """The BFCL category and the task split's flags, shared by cita-data bfcl and cita-eval (--split: data only)."""
+    split = click.option(
+        "--split",
+        type=click.Choice(["train", "test", "all"]),
+        default="all",
+        show_default=True,
+        help="Which split to write.",
+    )
+    return option_group(
+        click.option(
+            "--category",
+            type=click.Choice(CATEGORIES),
+            default="multi_turn_base",
+            show_default=True,
+            help="BFCL v4 multi-turn category.",
+        ),
+        *([split] if with_split else []),
+        click.option(
+            "--split-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split hash."
+        ),
+        click.option(
+            "--test-fraction",
+            type=click.FloatRange(0, 1),
+            default=0.4,
+            show_default=True,
+            help="Share of tasks in the test split.",
+        ),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N tasks of the category."),
+    )
 
 
 def read_records(run: Run, path: str, kind: str, skip_bad: bool = False) -> list:

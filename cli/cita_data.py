@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
+from methodkit.cli._cita_io import bfcl_options
 from methodkit.cli._common import DemoStep, Run, common_options, input_argument, tool_group, warn
 
 PROG = "cita-data"
-CATEGORIES = ("multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func", "multi_turn_long_context")
 
 DEMO = [
     DemoStep(
@@ -57,29 +57,7 @@ def main():
 
 
 @main.command("bfcl")
-@click.option(
-    "--category",
-    type=click.Choice(CATEGORIES),
-    default="multi_turn_base",
-    show_default=True,
-    help="BFCL v4 multi-turn category.",
-)
-@click.option(
-    "--split",
-    type=click.Choice(["train", "test", "all"]),
-    default="all",
-    show_default=True,
-    help="Which split to write.",
-)
-@click.option("--split-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split hash.")
-@click.option(
-    "--test-fraction",
-    type=click.FloatRange(0, 1),
-    default=0.4,
-    show_default=True,
-    help="Share of tasks in the test split.",
-)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N tasks of the category.")
+@bfcl_options(with_split=True)
 @common_options("output", "force", "meta", "quiet", "verbose")
 def bfcl_cmd(category, split, split_seed, test_fraction, limit, **_):
     """Import a BFCL v4 multi-turn category (gold calls executed in bfcl-eval's environments)."""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
+from methodkit.cli._cita_io import bfcl_options
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, tool_command
 
 PROG = "cita-eval"
 POLICIES = ("random", "prior", "judge")
-CATEGORIES = ("multi_turn_base", "multi_turn_miss_param", "multi_turn_miss_func", "multi_turn_long_context")
 
 DEMO = [
     DemoStep(
@@ -37,22 +37,7 @@ DEMO = [
     metavar="PATH",
     help="graph.npz for prior/judge [default: the first --model's].",
 )
-@click.option(
-    "--category",
-    type=click.Choice(CATEGORIES),
-    default="multi_turn_base",
-    show_default=True,
-    help="BFCL v4 multi-turn category.",
-)
-@click.option("--split-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the split hash.")
-@click.option(
-    "--test-fraction",
-    type=click.FloatRange(0, 1),
-    default=0.4,
-    show_default=True,
-    help="Share of tasks in the test split.",
-)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N tasks of the category.")
+@bfcl_options(with_split=False)
 @click.option(
     "--distractors",
     type=click.IntRange(min=0),

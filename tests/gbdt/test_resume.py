@@ -56,18 +56,22 @@ def test_attack_resumed_from_a_checkpoint_ends_where_an_uninterrupted_one_does(s
     assert resumed.after == whole.after and resumed.fits == whole.fits
 
 
-def test_lightgbm_failure_in_the_loop_keeps_the_trace(monkeypatch):
-    p = problem(300, seed=1)
-    calls = {"n": 0}
-    real_fit = Victim.fit
+def _fail_sixth_fit(monkeypatch):
+    """LightGBM fails on the 6th fit: the clean fit, J(x0), then the probes of iteration 1."""
+    calls, real_fit = {"n": 0}, Victim.fit
 
     def failing_fit(self, *args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 6:  # clean fit, J(x0), then probes of iteration 1
+        if calls["n"] == 6:
             raise RunFailure("LightGBM failed: simulated")
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(Victim, "fit", failing_fit)
+
+
+def test_lightgbm_failure_in_the_loop_keeps_the_trace(monkeypatch):
+    p = problem(300, seed=1)
+    _fail_sixth_fit(monkeypatch)
     with pytest.raises(attack.AttackFailed) as info:
         attack.run(p, _victim(), attack.AttackConfig(budget=0.1, eps=1.5, iters=3, q=2, seed=5))
     assert info.value.trace["error"] == "LightGBM failed: simulated"
@@ -79,15 +83,7 @@ def test_a_failed_attack_leaves_its_trace_and_last_state_in_the_checkpoint(monke
 
     p = problem(300, seed=1)
     cfg = attack.AttackConfig(budget=0.1, eps=1.5, iters=3, q=2, seed=5)
-    real_fit, calls = Victim.fit, {"n": 0}
-
-    def failing_fit(self, *args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 6:  # clean fit, J(x0), then probes of iteration 1
-            raise RunFailure("LightGBM failed: simulated")
-        return real_fit(self, *args, **kwargs)
-
-    monkeypatch.setattr(Victim, "fit", failing_fit)
+    _fail_sixth_fit(monkeypatch)
     partial = AttackCheckpoint(str(tmp_path / "p.csv"), cfg, _victim(), p, force=False)
     with pytest.raises(attack.AttackFailed):
         partial.run_attack(p, _victim(), cfg, lambda *a: None)
