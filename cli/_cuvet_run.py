@@ -1,5 +1,5 @@
-"""cuvet-assign's steps that read INPUT and the model under the verbs' flags, so that
-cli/cuvet_assign.py keeps to parsing, calling tools/cuvet and writing."""
+"""cuvet-assign's steps under the verbs' flags (reading INPUT and the model, and gen's
+generator), so that cli/cuvet_assign.py keeps to parsing, calling tools/cuvet and writing."""
 
 from __future__ import annotations
 
