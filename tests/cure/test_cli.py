@@ -61,10 +61,33 @@ def test_dataset_mismatch_is_refused_unless_allowed(run_cli, tiny_files, tmp_pat
             "--baseline-steps", "4", "--calib-trajs", "4", "-o", out, *QUIET]  # fmt: skip
     proc = run_cli(argv)
     assert proc.returncode == 2 and "--allow-dataset-mismatch" in _line(proc) and not out.exists()
-    proc = run_cli([*argv, "--allow-dataset-mismatch"])
+    proc = run_cli([*argv, "--allow-dataset-mismatch", "--checkpoint-every", "2"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["method"] == "cure" and result["steps"] == 4 and out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.npz", "u.safetensors"]  # checkpoint removed
+
+
+def test_forget_resume_of_another_run_exits_2_and_cuda_without_gpu_exits_1(run_cli, tiny_files, tiny_ds, tmp_path):
+    from methodkit.tools.cure.backbones import load_model
+    from methodkit.tools.cure.forget_run import forget
+    from methodkit.tools.cure.unlearn import ForgetConfig
+
+    folder, data, model = tiny_files
+    out, partial = tmp_path / "u.safetensors", tmp_path / "u.partial.safetensors"
+    cfg = ForgetConfig(method="cure-uniform", steps=4, baseline_steps=4, calib_trajs=4)
+    forget(load_model(model)[0], tiny_ds, tiny_ds.ids_of("F-mix"), cfg, checkpoint=partial, checkpoint_every=2)
+    kept = partial.read_bytes()
+    argv = ["cure-unlearn", "forget", model, data, "--forget-contributor", "F-mix", "--method", "cure-uniform",
+            "--steps", "4", "--baseline-steps", "4", "--calib-trajs", "4", "-o", out, *QUIET]  # fmt: skip
+    proc = run_cli([*argv, "--lambda-s", "2", "--resume"])
+    line = _line(proc)
+    assert proc.returncode == 2 and "does not match this run (lambda_s 1.0 there, 2.0 here)" in line, line
+    assert not out.exists() and partial.read_bytes() == kept
+    proc = run_cli([*argv, "--device", "cuda"])
+    if proc.returncode != 0:  # no CuPy or no GPU here
+        assert proc.returncode == 1 and "--device cuda: no CUDA device found" in _line(proc)
+        assert not out.exists() and partial.read_bytes() == kept
 
 
 def test_bad_data_and_existing_output(run_cli, tiny_files, tmp_path):
