@@ -1,5 +1,5 @@
-"""forget's checkpoints: a run stopped by a real SIGINT between two steps and resumed ends with exactly
-the tensors, scores and result of an uninterrupted run; a checkpoint of another run is refused,
+"""forget's checkpoints: a run stopped by a real SIGINT or SIGTERM between two steps, or crashed after a
+periodic checkpoint, and resumed ends with exactly the tensors, scores and result of an uninterrupted run; a checkpoint of another run is refused,
 naming what differs; --device cuda without CuPy or a GPU is a clear failure."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from methodkit.core.errors import DataError, RunFailure, UsageError
+from methodkit.core.outputs import Terminated
 
 STEPS = 30
 
@@ -26,9 +27,21 @@ def _cfg(method, **kw):
     return ForgetConfig(method=method, **kw)
 
 
-def _sigint_in_loop(label, *_):
-    if label.startswith("forget "):  # step 25's progress line: the run stops after that step
-        os.kill(os.getpid(), signal.SIGINT)
+class Crash(RuntimeError):
+    pass
+
+
+def _stop_in_loop(how: str):
+    """A progress hook that, at step 25's progress line, sends a real signal (the run stops after that
+    step, saving it) or crashes (the last periodic checkpoint, step 24, is what is left)."""
+
+    def hook(label, *_):
+        if label.startswith("forget "):
+            if how == "crash":
+                raise Crash
+            os.kill(os.getpid(), getattr(signal, how))
+
+    return hook
 
 
 def _diverging_once(at: int):
@@ -55,11 +68,12 @@ def originals(tiny_ds):
 
 
 @pytest.mark.parametrize(
-    "algo,method,extra,diverge_at",
-    [("td3bc", "cure", {"rescore_every": 10}, 10), ("iql", "cure", {}, 27), ("cql", "trajdeleter", {}, 27)],
+    "algo,method,extra,diverge_at,stop",
+    [("td3bc", "cure", {"rescore_every": 10}, 10, "SIGINT"), ("iql", "cure", {}, 27, "SIGTERM"),
+     ("cql", "trajdeleter", {}, 27, "crash")],
 )
 def test_interrupted_and_resumed_forget_equals_uninterrupted(tiny_ds, originals, tmp_path, monkeypatch, algo, method,
-                                                             extra, diverge_at):  # fmt: skip
+                                                             extra, diverge_at, stop):  # fmt: skip
     from methodkit.tools.cure import forget_run
     from methodkit.tools.cure.forget_run import forget
 
@@ -67,9 +81,9 @@ def test_interrupted_and_resumed_forget_equals_uninterrupted(tiny_ds, originals,
     fid, cfg = tiny_ds.ids_of("F-mix"), _cfg(method, **extra)
     straight, s_scores, s_res = forget(originals[algo], tiny_ds, fid, cfg)
     ckpt = tmp_path / "u.partial.safetensors"
-    with pytest.raises(KeyboardInterrupt):
-        forget(originals[algo], tiny_ds, fid, cfg, checkpoint=ckpt, progress=_sigint_in_loop)
-    assert json.loads(Path(ckpt).with_suffix(".json").read_text())["step"] == 25
+    with pytest.raises({"SIGINT": KeyboardInterrupt, "SIGTERM": Terminated, "crash": Crash}[stop]):
+        forget(originals[algo], tiny_ds, fid, cfg, checkpoint=ckpt, checkpoint_every=12, progress=_stop_in_loop(stop))
+    assert json.loads(Path(ckpt).with_suffix(".json").read_text())["step"] == (24 if stop == "crash" else 25)
     agent, scores, res = forget(originals[algo], tiny_ds, fid, cfg, checkpoint=ckpt, checkpoint_every=7, resume=True)
     want, got = straight.state_dict(), agent.state_dict()
     assert got.keys() == want.keys()
