@@ -125,13 +125,13 @@ def train_cmd(data, algo, steps, hidden, batch_size, checkpoint_every, resume, e
     """
     from methodkit.core.outputs import writes_beside
     from methodkit.tools.cure import resume as ckpt
-    from methodkit.tools.cure.backbones import save_model
     from methodkit.tools.cure.pipeline import resolve_ids
     from methodkit.tools.cure.train import train
 
     run = Run.from_context()
     ds = _dataset(run, data)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
+    from methodkit.tools.cure.backbones import save_model  # torch: after the checks of the input
     run.threads(default=1)
     partial = str(ckpt.partial_path(output)) if writes_beside(output) else None
     with run.progress() as cb:
@@ -170,14 +170,14 @@ def forget_cmd(model, data, forget_path, forget_contributor, exclude_path, exclu
     from methodkit.core import io
     from methodkit.core.outputs import writes_beside
     from methodkit.tools.cure import resume as ckpt
-    from methodkit.tools.cure.backbones import model_sha256, save_model
-    from methodkit.tools.cure.forget_run import ForgetConfig, forget
     from methodkit.tools.cure.pipeline import forget_set, resolve_ids, scores_frame
     from methodkit.tools.cure.train import ids_sha256
 
     ds = _dataset(run, data)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
     ids, warnings = forget_set(ds, _text(run, forget_path), forget_contributor, exclude)
+    from methodkit.tools.cure.backbones import model_sha256, save_model  # torch: after the checks of the ids
+    from methodkit.tools.cure.forget_run import ForgetConfig, forget
     agent0, meta0 = _model(model, ds, allow_dataset_mismatch, algo)
     for message in warnings:
         warn(PROG, message)
