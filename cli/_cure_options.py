@@ -77,6 +77,11 @@ cure_options = option_group(
     click.option("--scores-out", type=OutputPath(), default=None, metavar="PATH",
                  help="Per-trajectory cosine, gate and overlap (CSV)."),  # fmt: skip
     click.option("--allow-dataset-mismatch", is_flag=True, help="Accept a data set other than the model's."),
+    click.option("--checkpoint-every", type=click.IntRange(min=0), default=500, show_default=True,
+                 help="Save MODEL.partial.safetensors every N steps (0: after steps A-B and when interrupted)."),  # fmt: skip
+    click.option("--resume", is_flag=True, help="Continue from MODEL.partial.safetensors (same model, data, flags)."),
+    click.option("--device", type=click.Choice(("cpu", "cuda")), default="cpu", show_default=True,
+                 help="Where the support-overlap 1-NN runs (cuda: CuPy); torch stays on the CPU."),  # fmt: skip
 )
 
 audit_options = option_group(

@@ -15,17 +15,17 @@ PROG = "cure-unlearn"
 def main():
     """CURE: unlearn chosen trajectories from an offline RL agent, gated by their overlap with retained data.
 
-    Per forget trajectory, the cosine between its semi-gradient TD gradient and the retained
-    gradient g_R (at the original critic) is turned into a gate w in [w_min, 1], calibrated on
-    retained trajectories kept out of g_R. The gate weights a one-sided, state-conditional
-    suppression of Q on forget actions below a retained baseline b(s) (an expectile V_R of Q_0
-    on D_r) minus a margin, keeps aligned forget data as ordinary TD data with weight 1 - w,
-    anchors Q on retained data, and couples the actor (imitation of forget actions scaled by
-    1 - w, repulsion weighted by w). First-order reading: with step -eta (g_R + lambda_s sum w h),
-    the retained loss changes by -eta (|g_R|^2 + lambda_s sum w <g_R, h>), so down-weighting
-    suppression gradients h of aligned trajectories bounds retained drift. Backbones TD3+BC, IQL,
-    CQL; baselines retrain, finetune, neggrad, random-reward, trajdeleter, cure-uniform,
-    cure-noactor. Data sets come from gymnasium MuJoCo with named contributors (docs/cure-unlearn.md).
+    Per forget trajectory, the cosine between its semi-gradient TD gradient and the retained gradient
+    g_R (at the original critic) is turned into a gate w in [w_min, 1], calibrated on retained
+    trajectories kept out of g_R. The gate weights a one-sided, state-conditional suppression of Q on
+    forget actions below a retained baseline b(s) (an expectile V_R of Q_0 on D_r) minus a margin, keeps
+    aligned forget data as ordinary TD data with weight 1 - w, anchors Q on retained data, and couples
+    the actor (imitation of forget actions scaled by 1 - w, repulsion weighted by w). First-order
+    reading: with step -eta (g_R + lambda_s sum w h), the retained loss changes by -eta (|g_R|^2 +
+    lambda_s sum w <g_R, h>), so down-weighting suppression gradients h of aligned trajectories bounds
+    retained drift. Backbones TD3+BC, IQL, CQL; baselines retrain, finetune, neggrad, random-reward,
+    trajdeleter, cure-uniform, cure-noactor. Data sets come from gymnasium MuJoCo with named
+    contributors (docs/cure-unlearn.md).
 
     \b
     EXAMPLES
@@ -40,12 +40,14 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running (training diverged; forget diverged again after halving lambda_s)
+      1  failure while running (training diverged; forget diverged again after halving lambda_s;
+         --device cuda without CuPy or a GPU)
       2  bad usage or bad input (unknown, duplicated or held-out forget ids, a forget set covering
          every training trajectory, NaN/inf or actions outside [-1, 1], trajectories under 2 steps,
-         model/data dims or sha256 mismatch, a model of another --algo, an unknown env)
+         model/data dims or sha256 mismatch, a model of another --algo, an unknown env,
+         a --resume checkpoint of another run)
       3  audit --fail-above and a model's fir exceeded it
-      130  interrupted (nothing is written)
+      130  interrupted (nothing is written but train's or forget's MODEL.partial checkpoint)
     """
 
 
@@ -123,13 +125,13 @@ def train_cmd(data, algo, steps, hidden, batch_size, checkpoint_every, resume, e
     """
     from methodkit.core.outputs import writes_beside
     from methodkit.tools.cure import resume as ckpt
-    from methodkit.tools.cure.backbones import save_model
     from methodkit.tools.cure.pipeline import resolve_ids
     from methodkit.tools.cure.train import train
 
     run = Run.from_context()
     ds = _dataset(run, data)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
+    from methodkit.tools.cure.backbones import save_model  # torch: after the checks of the input
     run.threads(default=1)
     partial = str(ckpt.partial_path(output)) if writes_beside(output) else None
     with run.progress() as cb:
@@ -160,34 +162,42 @@ def forget_cmd(model, data, forget_path, forget_contributor, exclude_path, exclu
     D_r and D_f; IQL's actor is deterministic (AWR-weighted regression); CQL's actor has no
     imitation term, so only the repulsion and the pi_0 anchor couple it; neggrad ascends
     0.25 x the forget TD loss; divergence (non-finite loss or |Q| > 1e6) rolls back to the
-    last 50-step snapshot and halves lambda_s once, then exits 1.
+    last 50-step snapshot and halves lambda_s once, then exits 1. Like train, it checkpoints to
+    MODEL.partial.safetensors (also on Ctrl-C) and --resume continues it bitwise (docs/cure-unlearn.md).
     """
+    run = Run.from_context()
+    device, every, resume = run.device(), params["checkpoint_every"], params["resume"]  # cuda without a GPU: exit 1
     from methodkit.core import io
-    from methodkit.tools.cure.backbones import model_sha256, save_model
+    from methodkit.core.outputs import writes_beside
+    from methodkit.tools.cure import resume as ckpt
     from methodkit.tools.cure.pipeline import forget_set, resolve_ids, scores_frame
     from methodkit.tools.cure.train import ids_sha256
-    from methodkit.tools.cure.unlearn import ForgetConfig, forget
 
-    run = Run.from_context()
     ds = _dataset(run, data)
     exclude = resolve_ids(ds, _text(run, exclude_path), exclude_contributor, "--exclude")
     ids, warnings = forget_set(ds, _text(run, forget_path), forget_contributor, exclude)
+    from methodkit.tools.cure.backbones import model_sha256, save_model  # torch: after the checks of the ids
+    from methodkit.tools.cure.forget_run import ForgetConfig, forget
     agent0, meta0 = _model(model, ds, allow_dataset_mismatch, algo)
     for message in warnings:
         warn(PROG, message)
     run.threads(default=1)
     keys = set(ForgetConfig.__dataclass_fields__)
-    cfg = ForgetConfig(**{k: v for k, v in params.items() if k in keys - {"seed"}}, seed=run.seed)
+    cfg = ForgetConfig(**{k: v for k, v in params.items() if k in keys - {"seed", "device"}}, seed=run.seed,
+                       device=device)  # fmt: skip
+    partial = str(ckpt.partial_path(output)) if writes_beside(output) else None
     with run.progress() as cb:
-        agent, scores, result = forget(agent0, ds, ids, cfg, exclude=exclude,
-                                       original_steps=int(meta0.get("steps", 0)), progress=cb)  # fmt: skip
+        agent, scores, result = forget(agent0, ds, ids, cfg, exclude=exclude, original_steps=int(meta0.get("steps", 0)),
+                                       progress=cb, checkpoint=partial, checkpoint_every=every, resume=resume)  # fmt: skip
     info = {k: meta0.get(k) for k in ("dataset_sha256", "env", "batch_size")}
     info.update(steps=result.steps, seed=run.seed, method=cfg.method, seconds=result.seconds,
                 forgotten_sha256=ids_sha256(ids), parent_sha256=model_sha256(model),
                 excluded_sha256=ids_sha256(exclude), original_steps=meta0.get("steps"))  # fmt: skip
-    save_model(output, agent, info, force=run.force)
+    save_model(output, agent, info, force=run.force or resume)
     if scores_out and scores is not None:
-        io.write_table(scores_frame(ds, scores), scores_out, force=run.force)
+        io.write_table(scores_frame(ds, scores), scores_out, force=run.force or resume)
+    if partial is not None:
+        ckpt.remove(partial)
     for message in result.warnings:
         warn(PROG, message)
     run.emit_result({"output": output, **result.to_dict()}, output="-")

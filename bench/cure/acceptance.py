@@ -42,8 +42,9 @@ def main() -> None:
 
     from methodkit.tools.cure.audit import AuditConfig, audit
     from methodkit.tools.cure.data import Spec, collect, default_spec, validate
+    from methodkit.tools.cure.forget_run import forget
     from methodkit.tools.cure.train import train
-    from methodkit.tools.cure.unlearn import ForgetConfig, forget
+    from methodkit.tools.cure.unlearn import ForgetConfig
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--algos", default="td3bc,iql")

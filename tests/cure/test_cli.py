@@ -61,10 +61,33 @@ def test_dataset_mismatch_is_refused_unless_allowed(run_cli, tiny_files, tmp_pat
             "--baseline-steps", "4", "--calib-trajs", "4", "-o", out, *QUIET]  # fmt: skip
     proc = run_cli(argv)
     assert proc.returncode == 2 and "--allow-dataset-mismatch" in _line(proc) and not out.exists()
-    proc = run_cli([*argv, "--allow-dataset-mismatch"])
+    proc = run_cli([*argv, "--allow-dataset-mismatch", "--checkpoint-every", "2"])
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["method"] == "cure" and result["steps"] == 4 and out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.npz", "u.safetensors"]  # checkpoint removed
+
+
+def test_forget_resume_of_another_run_exits_2_and_cuda_without_gpu_exits_1(run_cli, tiny_files, tiny_ds, tmp_path):
+    from methodkit.tools.cure.backbones import load_model
+    from methodkit.tools.cure.forget_run import forget
+    from methodkit.tools.cure.unlearn import ForgetConfig
+
+    folder, data, model = tiny_files
+    out, partial = tmp_path / "u.safetensors", tmp_path / "u.partial.safetensors"
+    cfg = ForgetConfig(method="cure-uniform", steps=4, baseline_steps=4, calib_trajs=4)
+    forget(load_model(model)[0], tiny_ds, tiny_ds.ids_of("F-mix"), cfg, checkpoint=partial, checkpoint_every=2)
+    kept = partial.read_bytes()
+    argv = ["cure-unlearn", "forget", model, data, "--forget-contributor", "F-mix", "--method", "cure-uniform",
+            "--steps", "4", "--baseline-steps", "4", "--calib-trajs", "4", "-o", out, *QUIET]  # fmt: skip
+    proc = run_cli([*argv, "--lambda-s", "2", "--resume"])
+    line = _line(proc)
+    assert proc.returncode == 2 and "does not match this run (lambda_s 1.0 there, 2.0 here)" in line, line
+    assert not out.exists() and partial.read_bytes() == kept
+    proc = run_cli([*argv, "--device", "cuda"])
+    if proc.returncode != 0:  # no CuPy or no GPU here
+        assert proc.returncode == 1 and "--device cuda: no CUDA device found" in _line(proc)
+        assert not out.exists() and partial.read_bytes() == kept
 
 
 def test_bad_data_and_existing_output(run_cli, tiny_files, tmp_path):
@@ -89,15 +112,14 @@ def test_same_seed_same_tensors(run_cli, tiny_files, tmp_path, tiny_ds):
     from methodkit.tools.cure.train import train
 
     folder, data, model = tiny_files
-    paths = []
-    for k in range(2):
-        path = tmp_path / f"m{k}.safetensors"
-        proc = run_cli(["cure-unlearn", "train", data, "--steps", "6", "--hidden", "8", "-o", path, *QUIET])
-        assert proc.returncode == 0, proc.stderr
-        paths.append(load_file(path))
-    assert all((paths[0][k] == paths[1][k]).all() for k in paths[0])
+    path = tmp_path / "m.safetensors"
+    proc = run_cli(["cure-unlearn", "train", data, "--steps", "6", "--hidden", "8", "--seed", "4", "-o", path, *QUIET])
+    assert proc.returncode == 0, proc.stderr
+    got = load_file(path)  # another process than the library runs below: the same seed gives the same tensors
+    same = train(tiny_ds, "td3bc", steps=6, hidden=8, seed=4)[0].state_dict()
+    assert got.keys() == same.keys() and all((got[k] == same[k].numpy()).all() for k in got)
     other = train(tiny_ds, "td3bc", steps=6, hidden=8, seed=1)[0].state_dict()
-    assert any((paths[0][k] != other[k].numpy()).any() for k in paths[0])
+    assert any((got[k] != other[k].numpy()).any() for k in got)
 
 
 def test_audit_report_and_fail_above_exits_3(run_cli, tiny_files, tiny_ds):

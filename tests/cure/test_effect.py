@@ -9,8 +9,9 @@ import numpy as np
 
 def test_cure_removes_style_influence_and_gates_styled_chunks_higher(tiny_ds):
     from methodkit.tools.cure.audit import fir
+    from methodkit.tools.cure.forget_run import forget
     from methodkit.tools.cure.train import train
-    from methodkit.tools.cure.unlearn import ForgetConfig, forget
+    from methodkit.tools.cure.unlearn import ForgetConfig
 
     fid = tiny_ds.ids_of("F-mix")
     u = np.asarray(tiny_ds.meta["style_u"]["F-mix"])

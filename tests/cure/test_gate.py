@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from methodkit.tools.cure import unlearn as U
+from methodkit.tools.cure.forget_run import forget
 from methodkit.tools.cure.train import train
 
 
@@ -70,7 +71,7 @@ def test_suppression_surrogate_descends(agent, tiny_ds):
     """cure-uniform (every gate 1): Q on forget actions above b(s) - m shrinks."""
     fid = tiny_ds.ids_of("F-disjoint")
     cfg = U.ForgetConfig(method="cure-uniform", steps=40, baseline_steps=50, batch_size=64, lambda_s=5.0)
-    new, scores, res = U.forget(agent, tiny_ds, fid, cfg, original_steps=60)
+    new, scores, res = forget(agent, tiny_ds, fid, cfg, original_steps=60)
     assert scores is None and res.steps == 40
     retained = np.setdiff1d(tiny_ds.train_ids(), fid)
     base, margin = U.fit_baseline(agent, tiny_ds, tiny_ds.rows_of(retained), cfg)
@@ -87,7 +88,7 @@ def test_every_backbone_runs_cure_and_keeps_the_input_model(tiny_ds, algo):
     base = train(tiny_ds, algo, steps=10, hidden=16)[0]
     before = {k: v.clone() for k, v in base.state_dict().items()}
     cfg = U.ForgetConfig(steps=6, baseline_steps=5, batch_size=32, calib_trajs=4, grad_batches=1, grad_batch=64)
-    new, scores, res = U.forget(base, tiny_ds, tiny_ds.ids_of("F-mix"), cfg, original_steps=10)
+    new, scores, res = forget(base, tiny_ds, tiny_ds.ids_of("F-mix"), cfg, original_steps=10)
     assert res.algo == algo and res.steps == 6 and np.isfinite(scores.gate).all()
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())
     assert any(not torch.equal(before[k], v) for k, v in new.state_dict().items())

@@ -78,3 +78,41 @@ def test_nn1_matches_brute_force_and_skips_same_group():
         d2, i2 = K.nn1(q, r, qg, rg, method=method)
         np.testing.assert_array_equal(i2, masked.argmin(1))
         assert (rg[i2] != qg).all()
+
+
+def _nn_case(seed):
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(70, 5)).astype(np.float32)
+    r = rng.normal(size=(300, 5)).astype(np.float32)
+    qg, rg = rng.integers(0, 4, 70), rng.integers(0, 4, 300)
+    qg[0], rg[:] = 9, np.where(rg == 9, 0, rg)  # query 0's group is absent: it is never masked
+    return q, r, qg, rg
+
+
+def test_nn1_xp_with_numpy_equals_the_numba_kernel():
+    from methodkit.core.kernels.nn_xp import nn1_xp
+
+    q, r, qg, rg = _nn_case(5)
+    for groups in ((None, None), (qg, rg)):
+        d, i = K.nn1(q, r, *groups)
+        d2, i2 = nn1_xp(q, r, *groups, xp=np, block=16, rblock=64)  # several tiles on both axes
+        np.testing.assert_array_equal(i2, i)
+        np.testing.assert_allclose(d2, d, rtol=1e-4, atol=1e-4)
+    d3, i3 = nn1_xp(q[:3], r[:2], np.zeros(3), np.zeros(2), xp=np)  # every reference in the query's group
+    assert (i3 == -1).all() and np.isinf(d3).all()
+
+
+@pytest.mark.gpu
+def test_nn1_xp_with_cupy_equals_the_numba_kernel():
+    pytest.importorskip("cupy")
+    from methodkit.core.backend import cuda_available
+    from methodkit.core.kernels.nn_xp import nn1_xp
+
+    if not cuda_available():
+        pytest.skip("no CUDA device")
+    q, r, qg, rg = _nn_case(6)
+    d, i = K.nn1(q, r, qg, rg)
+    d2, i2 = nn1_xp(q, r, qg, rg, xp="cupy", block=16, rblock=64)
+    assert isinstance(d2, np.ndarray)
+    np.testing.assert_array_equal(i2, i)
+    np.testing.assert_allclose(d2, d, rtol=1e-4, atol=1e-4)

@@ -1,18 +1,16 @@
 """CURE: retained baseline (step A), overlap-interference gate (step B), gated unlearning (step C),
 and the baselines that share its step budget (retrain, finetune, neggrad, random-reward, trajdeleter,
-cure-uniform, cure-noactor)."""
+cure-uniform, cure-noactor). The run that composes them, with its checkpoints: tools/cure/forget_run.py."""
 
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from methodkit.core.errors import RunFailure
 from methodkit.tools.cure.backbones import Agent, batch, mlp
 from methodkit.tools.cure.data import Dataset
 
@@ -47,6 +45,7 @@ class ForgetConfig:
     overlap_ref: int = 20000
     score_heldout: bool = True
     seed: int = 0
+    device: str = "cpu"  # cuda: the support-overlap 1-NN on CuPy (core/kernels/nn_xp.py)
 
 
 @dataclass
@@ -169,8 +168,19 @@ def score(agent: Agent, ds: Dataset, forget_ids, retained_ids, cfg: ForgetConfig
 
 def support_overlap(agent: Agent, ds: Dataset, query_ids, retained_ids, cfg: ForgetConfig) -> np.ndarray:
     """o_tau: share of a trajectory's transitions whose nearest retained (s||a) lies within the median
-    retained leave-one-trajectory-out nearest-neighbour radius (normalised space, blocked Numba 1-NN)."""
+    retained leave-one-trajectory-out nearest-neighbour radius (normalised space, blocked Numba 1-NN;
+    with cfg.device "cuda" the CuPy twin core.kernels.nn_xp.nn1_xp, the reference kept on the GPU)."""
     from methodkit.core.kernels.segments import nn1
+
+    nearest, on_device = nn1, np.asarray
+    if cfg.device == "cuda":
+        import functools
+
+        import cupy
+
+        from methodkit.core.kernels.nn_xp import nn1_xp
+
+        nearest, on_device = functools.partial(nn1_xp, xp=cupy), cupy.asarray
 
     rng = np.random.default_rng([cfg.seed, 29])
     ref_rows = ds.rows_of(retained_ids)
@@ -179,14 +189,15 @@ def support_overlap(agent: Agent, ds: Dataset, query_ids, retained_ids, cfg: For
     x = np.concatenate([ds.arrays["observations"], ds.arrays["actions"]], 1)
     mu, sd = x[ref_rows].mean(0), x[ref_rows].std(0) + 1e-6
     ref = ((x[ref_rows] - mu) / sd).astype(np.float32)
+    ref_nn = on_device(ref)
     tid = ds.arrays["traj_id"].astype(np.int64)
     probe = np.sort(rng.choice(len(ref_rows), min(2000, len(ref_rows)), replace=False))
-    d_ref, _ = nn1(ref[probe], ref, tid[ref_rows][probe], tid[ref_rows])
+    d_ref, _ = nearest(ref[probe], ref_nn, tid[ref_rows][probe], tid[ref_rows])
     radius = float(np.median(d_ref[np.isfinite(d_ref)]))
     out = np.empty(len(query_ids))
     for k, t in enumerate(query_ids):
         rows = np.arange(ds.starts[t], ds.starts[t + 1])
-        d, _ = nn1(((x[rows] - mu) / sd).astype(np.float32), ref, tid[rows], tid[ref_rows])
+        d, _ = nearest(((x[rows] - mu) / sd).astype(np.float32), ref_nn, tid[rows], tid[ref_rows])
         out[k] = float((d <= radius).mean())
     return out
 
@@ -319,123 +330,3 @@ class Unlearner:
                 pi0 = self.agent0.actor(br["s"])
             return ag.actor_per_sample(br).mean() + ((ag.actor(br["s"]) - pi0) ** 2).sum(-1).mean()
         return ag.actor_per_sample(br).mean()  # finetune, neggrad
-
-
-def forget(
-    agent0: Agent,
-    ds: Dataset,
-    forget_ids,
-    cfg: ForgetConfig,
-    *,
-    exclude=(),
-    original_steps: int = 0,
-    progress=None,
-) -> tuple[Agent, Scores | None, ForgetResult]:
-    """Unlearn `forget_ids` from agent0 with cfg.method; returns (new agent, scores or None, result)."""
-    from methodkit.tools.cure.train import train
-
-    progress = progress or (lambda *a: None)
-    started = time.perf_counter()
-    forget_ids = np.asarray(forget_ids, dtype=np.int64)
-    retained = np.setdiff1d(np.setdiff1d(ds.train_ids(), forget_ids), np.asarray(list(exclude), dtype=np.int64))
-    warnings: list = []
-    n_steps = cfg.steps if cfg.steps is not None else max(1, int(round(0.05 * original_steps)))
-    if cfg.method == "retrain":
-        agent, _, res = train(ds, agent0.algo, exclude=np.union1d(forget_ids, list(exclude)), steps=original_steps,
-                              hidden=agent0.hidden, seed=cfg.seed, progress=progress)  # fmt: skip
-        seconds = time.perf_counter() - started
-        return agent, None, ForgetResult("retrain", agent0.algo, original_steps, round(seconds, 3), len(forget_ids),
-                                         len(retained), 0.0, 0, None, None, None, None, warnings)  # fmt: skip
-    torch.manual_seed(cfg.seed)
-    agent0.requires_grad_(True)
-    agent = copy.deepcopy(agent0)
-    agent.gen = torch.Generator().manual_seed(cfg.seed)
-    agent.make_optimisers()
-    agent0.requires_grad_(False)
-    rows_r, rows_f = ds.rows_of(retained), ds.rows_of(forget_ids)
-    scores = base = None
-    margin = 0.0
-    w_rows = np.ones(len(ds.arrays["rewards"]), np.float32)
-    if cfg.method.startswith("cure"):
-        base, margin = fit_baseline(agent0, ds, rows_r, cfg, progress)
-        if cfg.method != "cure-uniform":
-            agent0.requires_grad_(True)
-            scores = score(agent0, ds, forget_ids, retained, cfg, progress)
-            agent0.requires_grad_(False)
-            scores.overlap[scores.role == "forget"] = support_overlap(agent0, ds, forget_ids, retained, cfg)
-            warnings += scores.warnings
-            _apply_gates(w_rows, ds, scores)
-    rewards = None
-    if cfg.method == "random-reward":
-        rng_r = np.random.default_rng([cfg.seed, 37])
-        r = ds.arrays["rewards"]
-        rewards = r.copy()
-        rewards[rows_f] = rng_r.normal(r.mean(), r.std(), len(rows_f)).astype(np.float32)
-    if cfg.method == "trajdeleter":
-        rewards = ds.arrays["rewards"].copy()
-        rewards[rows_f] = -rewards[rows_f]
-    un = Unlearner(agent, agent0, cfg, base, margin)
-    rng = np.random.default_rng([cfg.seed, 41])
-    snap, rollbacks = _snapshot(agent), 0
-    step = 0
-    while step < n_steps:
-        if cfg.rescore_every and scores is not None and step and step % cfg.rescore_every == 0:
-            agent.requires_grad_(True)
-            scores = score(agent, ds, forget_ids, retained, cfg)
-            _apply_gates(w_rows, ds, scores)
-        phase = int(cfg.method == "trajdeleter" and step >= n_steps // 2)
-        br_rows = rows_r[rng.integers(0, len(rows_r), cfg.batch_size)]
-        bf_rows = rows_f[rng.integers(0, len(rows_f), cfg.batch_size)]
-        br = batch(ds.arrays, br_rows, agent, rewards)
-        bf = batch(ds.arrays, bf_rows, agent, rewards)
-        loss, qmax = un.step(br, bf, torch.as_tensor(w_rows[bf_rows]), phase)
-        if not np.isfinite(loss) or qmax > 1e6:
-            if rollbacks:
-                raise RunFailure(f"forget --method {cfg.method}: diverged again after halving lambda_s "
-                                 f"(loss {loss:.3g}, |Q| {qmax:.3g}); the input model is untouched")  # fmt: skip
-            rollbacks += 1
-            un.lambda_s /= 2
-            _restore(agent, snap)
-            step = snap["steps"] - agent0.steps
-            warnings.append(f"diverged at step {step}: rolled back and halved lambda_s to {un.lambda_s}")
-            continue
-        step += 1
-        if step % 50 == 0:
-            snap = _snapshot(agent)
-        if step % 25 == 0 or step == n_steps:
-            progress(f"forget {cfg.method}", step, n_steps)
-    seconds = time.perf_counter() - started
-    hist = means = None
-    if scores is not None:
-        _, _, wf = scores.of("forget")
-        hist = np.histogram(wf, bins=10, range=(0, 1))[0].tolist()
-        means = gate_means(ds, scores)
-    res = ForgetResult(cfg.method, agent.algo, n_steps, round(seconds, 3), len(forget_ids), len(retained),
-                       un.lambda_s, rollbacks, None if scores is None else scores.c0,
-                       None if scores is None else scores.temp, hist, means, warnings)  # fmt: skip
-    return agent, scores, res
-
-
-def _apply_gates(w_rows: np.ndarray, ds: Dataset, scores: Scores) -> None:
-    for t, w in zip(*scores.of("forget")[::2]):
-        w_rows[ds.starts[t] : ds.starts[t + 1]] = w
-
-
-def gate_means(ds: Dataset, scores: Scores) -> dict:
-    """Mean gate per group: forget trajectories by contributor and styled/plain, held-out by contributor."""
-    names = ds.meta["contributors"]
-    contrib = ds.traj_contributor()
-    styled = ds.arrays["traj_styled"]
-    out: dict = {}
-    for role in ("forget", "calibration", "heldout"):
-        m = scores.role == role
-        for t_group in sorted(set(contrib[scores.traj[m]].tolist())):
-            sel = m & (contrib[scores.traj] == t_group)
-            key = f"{role}:{names[t_group]}"
-            out[key] = float(scores.gate[sel].mean())
-            if role == "forget" and styled[scores.traj[sel]].any():
-                for flag, label in ((True, "styled"), (False, "plain")):
-                    s2 = sel & (styled[scores.traj] == flag)
-                    if s2.any():
-                        out[f"{key}:{label}"] = float(scores.gate[s2].mean())
-    return out

@@ -1,0 +1,111 @@
+"""forget --method cure vs the retrain at issue 33's full scale, from per-step times measured in one run.
+
+The full-scale runs (HalfCheetah-v5, 550 training chunks of 200 steps, originals of 50k steps at width 256)
+do not fit on a shared core, so this script times each piece of both runs at the issue's sizes (width 256,
+batch 256, 17/6 dims, 200-step chunks) on a small data set and multiplies by the issue's counts:
+
+  retrain = 50,000 backbone updates on D_r
+  cure    = step A: 2,000 baseline steps
+          + step B: g_R (8 batches of 1,024) + one backward pass per forget (100), calibration (50) and
+            held-out (200) chunk + the support-overlap 1-NN (20,000 queries x 20,000 references x 23)
+          + step C: 2,500 unlearning steps (5% of 50k; a retained and a forget batch of 256 each)
+
+    nice -n 5 .venv/bin/python -P bench/cure/cost_model.py [--algos td3bc iql] [--repeat 200]
+
+Prints `case  count  per_step_ms  total_s` per piece and the ratio, and writes bench/cure/cost_model.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+FULL = {"original_steps": 50000, "baseline_steps": 2000, "grad_batches": 8, "forget": 100, "calib": 50,
+        "heldout": 200, "forget_steps": 2500, "overlap_rows": 20000}  # fmt: skip
+
+
+def per_call(fn, n):
+    fn()  # warm-up (allocations, lazy init)
+    t = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t) / n
+
+
+def measure(algo, ds, repeat, rng):
+    """[(piece, count at full scale, seconds per call)] for one backbone."""
+    import torch
+
+    from methodkit.tools.cure.backbones import batch
+    from methodkit.tools.cure.train import train
+    from methodkit.tools.cure.unlearn import ForgetConfig, Unlearner, critic_params, fit_baseline, flat_grad
+
+    fid = ds.ids_of("F-mix")
+    rows_r, rows_f = ds.rows_of(np.setdiff1d(ds.train_ids(), fid)), ds.rows_of(fid)
+    agent0 = train(ds, algo, steps=20, hidden=256)[0]
+    cfg = ForgetConfig(baseline_steps=repeat)
+
+    def b256(rows):
+        return batch(ds.arrays, rows[rng.integers(0, len(rows), 256)], agent0)
+
+    t_train = per_call(lambda: agent0.update(b256(rows_r)), repeat)
+    t0 = time.perf_counter()
+    base, margin = fit_baseline(agent0, ds, rows_r, cfg)
+    t_base = (time.perf_counter() - t0) / repeat
+    agent0.requires_grad_(True)
+    params = critic_params(agent0)
+    big = batch(ds.arrays, rows_r[rng.integers(0, len(rows_r), 1024)], agent0)
+    t_gr = per_call(lambda: flat_grad(agent0, big, params), max(4, repeat // 20))
+    chunk = np.arange(ds.starts[fid[0]], ds.starts[fid[0] + 1])
+    t_traj = per_call(lambda: flat_grad(agent0, batch(ds.arrays, chunk, agent0), params), max(4, repeat // 4))
+    agent0.requires_grad_(False)
+    agent = train(ds, algo, steps=20, hidden=256)[0]
+    un = Unlearner(agent, agent0, cfg, base, margin)
+    w = torch.full((256,), 0.5)
+    t_c = per_call(lambda: un.step(b256(rows_r), b256(rows_f), w), repeat)
+    return [
+        ("retrain_updates", FULL["original_steps"], t_train),
+        ("A_baseline_steps", FULL["baseline_steps"], t_base),
+        ("B_g_R_batches_of_1024", FULL["grad_batches"], t_gr),
+        ("B_trajectory_gradients", FULL["forget"] + FULL["calib"] + FULL["heldout"], t_traj),
+        ("C_unlearning_steps", FULL["forget_steps"], t_c),
+    ]
+
+
+def main() -> None:
+    import torch
+
+    from methodkit.core.kernels.segments import nn1
+    from methodkit.tools.cure.data import Spec, collect, default_spec, validate
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--algos", nargs="+", default=["td3bc", "iql"])
+    ap.add_argument("--repeat", type=int, default=200, help="Timed calls per piece.")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    ds = validate(collect(Spec.parse(default_spec(0.1, chunk=200, behaviour="cpg")), seed=0), "cost.npz")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(FULL["overlap_rows"], 23)).astype(np.float32)
+    nn1(x[:100], x)  # load the compiled kernel
+    t0 = time.perf_counter()
+    nn1(x, x)
+    nn1(x[:2000], x)
+    t_nn = time.perf_counter() - t0
+    lines = ["case  count  per_call_ms  total_s"]
+    for algo in args.algos:
+        pieces = [*measure(algo, ds, args.repeat, rng), ("B_overlap_1nn_22k_x_20k_x_23", 1, t_nn)]
+        retrain = pieces[0][1] * pieces[0][2]
+        cure = sum(n * t for _, n, t in pieces[1:])
+        for name, n, t in pieces:
+            lines.append(f"{algo}:{name}  {n}  {1000 * t:.2f}  {n * t:.1f}")
+        lines.append(f"{algo}:cure_over_retrain  -  -  {cure:.1f}/{retrain:.1f} = {cure / retrain:.3f}")
+        print("\n".join(lines[-7:]), flush=True)
+    (HERE / "cost_model.txt").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
