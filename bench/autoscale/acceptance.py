@@ -8,7 +8,8 @@ Per seed, through the installed executable (one thread):
   autoscale-mix run    S/pools -o S/M --method M --budget B --rounds 5 --clusters 16 --steps 1000 --seed s [--run-args]
 for M in autoscale, vanilla, domain-cls, real-only, knn-real, and vanilla at 4 B (the data-efficiency
 check); --real-rare sets the share of each rare type in the real train pool (the scene bias), --methods
-the method@budget list. One JSON line per (seed, method) goes to --out; the summary table is printed at the end.
+the method@budget list, --work a folder that keeps S/pools and the runs. One JSON line per (seed, method) is
+appended to --out; the summary table is printed at the end.
 """
 
 from __future__ import annotations
@@ -105,13 +106,18 @@ def main() -> None:
     ap.add_argument("--real-rare", type=float, default=0.02, help="share of each rare type in the real train pool")
     ap.add_argument("--run-args", default="", help="extra `run` options, e.g. '--eval closed-loop'")
     ap.add_argument("--methods", default=",".join(f"{m}@{b}" for m, b in METHODS), help="method@budget,...")
+    ap.add_argument("--work", help="keep the pools and run folders here (default: a temporary folder)")
     args = ap.parse_args()
     out_path = Path(args.out)
     if not args.summary_only:
-        with tempfile.TemporaryDirectory(prefix="autoscale-acc-") as work, open(out_path, "a") as out:
+        tmp = tempfile.TemporaryDirectory(prefix="autoscale-acc-") if args.work is None else None
+        work = tmp.name if tmp else args.work
+        with open(out_path, "a") as out:
             for seed in [int(s) for s in args.seeds.split(",")]:
                 methods = [(m.split("@")[0], int(m.split("@")[1])) for m in args.methods.split(",")]
                 one_seed(seed, Path(work), out, args.real_rare, methods, args.run_args.split())
+        if tmp:
+            tmp.cleanup()
     summary(out_path)
 
 

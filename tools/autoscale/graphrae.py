@@ -184,6 +184,7 @@ def train(arrays: dict, cfg: RAEConfig, seed: int, progress=None):
     flat = F.flat(feats)
     nbrs = raw_knn(flat, cfg.knn)
     profiles = torch.as_tensor(arrays["cand_scores"][..., -1], dtype=torch.float32)
+    torch.manual_seed(seed)  # the initial weights come from the seed, not from whatever ran before
     model = build_model(cfg)
     n = flat.shape[0]
     steps = max(1, int(round(cfg.epochs * n / cfg.batch_size)))
@@ -207,7 +208,6 @@ def train(arrays: dict, cfg: RAEConfig, seed: int, progress=None):
         return l_rec + cfg.w_con * l_con + cfg.w_met * l_met + cfg.w_lap * l_lap
 
     tc = core_train.TrainConfig(steps=steps, batch_size=min(cfg.batch_size, n), lr=cfg.lr, seed=seed, log_every=50)
-    torch.manual_seed(seed)
     result = core_train.train(model, loss_fn, n, tc, progress=progress or core_train.silent)
     tail = max(1, len(parts["rec"]) // 5)
     losses = {k: float(np.mean(v[-tail:])) for k, v in parts.items()}
