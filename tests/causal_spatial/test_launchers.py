@@ -154,3 +154,29 @@ def test_the_cow_proxy_simulation_lands_where_the_ground_truth_does(level):
         if done == 3:
             break
     assert done == 3
+
+
+def test_the_perceived_ramp_launches_the_proxy_ball_onto_the_answer_mat(renderer):
+    """From the rendered RGB-D view alone: the ramp is found as a tilted plane (pitch within 3 deg),
+    and the proxy simulation sends the ball off it onto the simulated answer's mat."""
+    s = tasks.Settings(size=128)
+    right, seen = 0, 0
+    for k in range(60):
+        try:
+            d = tasks.trajectory(np.random.default_rng(700 + k), 1 + k % 2, k % 3, s, 3)
+        except tasks.Reject:
+            continue
+        if d.gt["launcher"] != "ramp":
+            continue
+        scene = physics.compile_spec(d.spec)
+        frame = renderer.render(scene, scene.new_data(), "cam")
+        sensors = {"depth": frame.depth, "ids": frame.segmentation, "K": frame.K, "T": frame.T}
+        world = cow.perceived_world(frame.rgb, sensors, "trajectory", 128)
+        ramp = next(o for o in world.objects if o["name"] == world.ramp)
+        assert abs(launchers.ramp_pose(ramp)["pitch"] - d.motion["elevation"]) < 3.0
+        out = cow.simulate(world, grammar.ground(d.question), frames=2)
+        right += out.events["landing"]["object"] == d.gt["landing_mat"].split("-")[0]
+        seen += 1
+        if seen == 4:
+            break
+    assert seen == 4 and right >= 3
