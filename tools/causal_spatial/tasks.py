@@ -534,6 +534,7 @@ def trajectory(rng, level: int, aim: int, s: Settings, n_objects: int) -> Draft:
         motion["restitution"] = wall["restitution"]
     predicted = predict(v0)
     gt = {"landing": first, "landing_mat": first["other"], "ballistic_range": round(predicted["s"], 4),
+          "landing_s": round(float(np.dot(np.asarray(first["point"][:2]) - launch_xy, u)), 4),
           "ballistic_mat": int(math.floor((predicted["s"] - s0) / mat_l)), "wall": bool(wall), "launcher": launcher,
           "mat_order": [m["name"] for m in mats]}  # fmt: skip
     return Draft(spec, format_question(question, options), options, answer, motion, gt,
