@@ -110,7 +110,9 @@ def generate(out_dir, task_list, per_task, levels, size, camera_elevation, objec
     Each item is rejection-sampled until its simulated answer is unambiguous and the
     answers of each task and level are balanced; rejection reasons go to meta.json.
     With --gl none no images or sensors are written (scene specs and answers only; the
-    occlusion answers then come from ray casts alone).
+    occlusion answers then come from ray casts alone). Trajectory balls are thrown or slid
+    up a frictionless ramp that launches them; at level 2 a frictionless wall with a stated
+    coefficient of restitution bounces them back onto the mats.
     """
     from methodkit.core.errors import UsageError
     from methodkit.tools.causal_spatial.generate import GenerateConfig

@@ -54,16 +54,16 @@ def test_compatibility_inside_iff_narrower_than_the_opening(settings):
         assert in_box == inside
 
 
-def test_trajectory_l1_lands_on_the_mat_the_ballistic_range_names(settings):
-    for d in _drafts("trajectory", 1, settings):
-        mats = [o for o in d.spec["objects"] if o["name"].endswith("-mat")]
-        ball = d.spec["objects"][0]
-        rng_m = tasks.flight_range(d.motion["velocity"], d.motion["elevation"], ball["pos"][2])
-        start = np.asarray(ball["pos"][:2])
-        ends = [np.linalg.norm(np.asarray(m["pos"][:2]) - start) for m in mats]
-        nearest = mats[int(np.argmin([abs(e - rng_m) for e in ends]))]["name"]
-        assert d.gt["landing_mat"] == nearest
-        assert d.options[d.answer] == f"the {nearest.split('-')[0]} mat"
+def test_trajectory_lands_on_the_mat_the_ballistics_name(settings):
+    """Thrown or ramp-launched (L1), bounced back by the wall (L2): the simulated first landing is on
+    the mat the drag-free prediction names, and the answer letter shows that mat."""
+    for level in (1, 2):
+        drafts = _drafts("trajectory", level, settings)
+        assert {d.gt["launcher"] for d in drafts} == {"ramp", "throw"}
+        for d in drafts:
+            assert d.gt["wall"] == (level == 2)
+            assert d.gt["landing_mat"] == d.gt["mat_order"][d.gt["ballistic_mat"]]
+            assert d.options[d.answer] == f"the {d.gt['landing_mat'].split('-')[0]} mat"
 
 
 def test_occlusion_rays_see_the_mover_hide_the_target(settings):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from methodkit.core.errors import DataError
-from methodkit.tools.causal_spatial import grammar, perceive, physics, scenes, visibility
+from methodkit.tools.causal_spatial import grammar, launchers, perceive, physics, scenes, visibility
 
 FRAME_DURATION = {"compatibility": 1.5, "occlusion": 1.0, "trajectory": 1.6}
 HIDDEN_BELOW = 0.3  # the reader's threshold on the last frame's visible fraction
@@ -36,6 +36,7 @@ class World:
     cavity: dict | None = None  # {"centre": [x, y], "inner": [a, b], "yaw": deg, "floor": z, "rim": z}
     container: list[dict] = field(default_factory=list)
     mats: list[str] = field(default_factory=list)
+    ramp: str | None = None  # the launching ramp's object name (trajectory)
     primitives: list[dict] = field(default_factory=list)
 
 
@@ -109,8 +110,13 @@ def perceived_world(rgb, sensors: dict, task: str, size: int) -> World:
         flat = {c for c, p in named.items() if p.size[2] < 0.015}
         world.mats = sorted(flat)
         world.objects += [_spec_of(p, c, fixed=c in flat, on_floor=c not in flat) for c, p in named.items()]
-        for p in scenery:
-            world.objects.append(_spec_of(p, f"scenery-{p.instance}", fixed=True))
+        for p in scenery:  # a plank tilted off the floor is the ramp; the rest stand upright (the wall)
+            ramp = launchers.fit_ramp(clouds[p.instance], f"scenery-{p.instance}", p.rgb)
+            if ramp is not None and world.ramp is None:
+                world.ramp = ramp["name"]
+                world.objects.append(ramp)
+            else:
+                world.objects.append(_spec_of(p, f"scenery-{p.instance}", fixed=True))
     return world
 
 
@@ -139,7 +145,8 @@ def oracle_world(spec: dict, task: str, size: int) -> World:
         cavity = {"centre": bottom["pos"][:2], "inner": [outer - 2 * t, outer - 2 * t], "yaw": 0.0,
                   "floor": bottom["size"][2], "rim": bottom["size"][2] + wall["size"][2]}  # fmt: skip
     cam = dict(spec["cameras"][0])
-    return World(objects, cam, size, car=car, cavity=cavity, container=container, mats=mats)
+    ramp = "ramp" if any(o["name"] == "ramp" for o in objects) else None
+    return World(objects, cam, size, car=car, cavity=cavity, container=container, mats=mats, ramp=ramp)
 
 
 def _inside(point, cavity, offset=(0.0, 0.0)) -> bool:
@@ -217,11 +224,23 @@ def simulate(world: World, g: grammar.Grounding, *, frames: int, renderer=None, 
         mats = [o for o in objects if o["name"] in world.mats]
         if not mats:
             raise DataError("no landing mats found in the view")
-        aim = np.mean([o["pos"][:2] for o in mats], axis=0) - np.asarray(ball["pos"][:2])
-        u = aim / np.linalg.norm(aim)
-        th = math.radians(g.elevation)
-        ball["velocity"] = [float(g.speed * math.cos(th) * u[0]), float(g.speed * math.cos(th) * u[1]),
-                            float(g.speed * math.sin(th))]  # fmt: skip
+        if g.launcher == "ramp":  # sent up the slope from where it rests on the ramp
+            ramp = next((o for o in objects if o["name"] == world.ramp), None)
+            if ramp is None:
+                raise DataError("the question's ramp is not found in the view")
+            pose = launchers.ramp_pose(ramp)
+            ball["pos"] = launchers.seat_on_ramp(ball["pos"], ball["radius"], pose).tolist()
+            ball["velocity"] = [float(g.speed * x) for x in pose["up"]]
+        else:
+            aim = np.mean([o["pos"][:2] for o in mats], axis=0) - np.asarray(ball["pos"][:2])
+            u = aim / np.linalg.norm(aim)
+            th = math.radians(g.elevation)
+            ball["velocity"] = [float(g.speed * math.cos(th) * u[0]), float(g.speed * math.cos(th) * u[1]),
+                                float(g.speed * math.sin(th))]  # fmt: skip
+        if g.restitution:  # the stated restitution goes to the upright scenery (the wall)
+            for o in objects:
+                if o.get("fixed") and o["name"] not in world.mats and o["name"] != world.ramp:
+                    o["restitution"] = g.restitution
         ball["mass"] = ball.get("mass", 0.05)
         watch, mover = [g.mover], g.mover
     scene = physics.compile_spec(_spec(world, objects), "cow proxy")

@@ -20,7 +20,7 @@ from methodkit.core.outputs import StagedFolder
 from methodkit.core.progress import silent
 from methodkit.tools.causal_spatial import tasks
 
-GENERATOR_VERSION = "1.0"
+GENERATOR_VERSION = "1.1"  # 1.1: trajectory ramps and bouncing walls
 MIN_PIXELS_AT_336 = 150
 
 
@@ -140,7 +140,9 @@ def generate(cfg: GenerateConfig, out_dir: str, *, progress=silent) -> GenerateR
                 "parameter_ranges": {"camera_elevation_deg": list(cfg.elevation), "objects": list(cfg.objects),
                                      "car_speed_m_s": 0.3, "collision_distance_m": [0.45, 0.75],
                                      "compatibility_margin_L1": [0.08, 0.25], "compatibility_margin_L2": [0.03, 0.12],
-                                     "occlusion_shift_m": tasks.SHIFT, "hidden_below": 0.1, "visible_above": 0.5},  # fmt: skip
+                                     "occlusion_shift_m": tasks.SHIFT, "hidden_below": 0.1, "visible_above": 0.5,
+                                     "ramp_pitch_deg": [15, 30], "ramp_length_m": [0.22, 0.3],
+                                     "wall_restitution_L2": [0.35, 0.8]},  # fmt: skip
                 "rejections": {t: dict(sorted(c.items())) for t, c in rejections.items()},
                 "answer_balance": balance,
                 "prefilter": {"layouts": stats.get("prefilter_layouts", 0), "agree_with_mujoco": agreement},

@@ -23,7 +23,9 @@ _PATTERNS = [
     ("compatibility", re.compile(rf"if the ({_COLOUR}) ({_NOUN}) is released", re.I)),
     ("compatibility", re.compile(r"which of these objects would end up inside", re.I)),
     ("trajectory", re.compile(rf"the ({_COLOUR}) ball is thrown .*? at ([\d.]+) m/s, ([\d.]+) degrees", re.I)),
+    ("ramp", re.compile(rf"the ({_COLOUR}) ball slides up the \w+ ramp \(([\d.]+) degrees[^)]*\) at ([\d.]+) m/s", re.I)),
 ]
+RESTITUTION = re.compile(r"restitution of (\d+(?:\.\d+)?)", re.I)
 
 
 @dataclass
@@ -34,6 +36,8 @@ class Grounding:
     distance: float | None = None
     speed: float | None = None
     elevation: float | None = None
+    launcher: str = "throw"  # trajectory: throw | ramp (the speed is then up the slope, elevation its pitch)
+    restitution: float | None = None  # trajectory: the wall's coefficient of restitution, when one is stated
     targets: list[str] = field(default_factory=list)  # colours the question asks about
     options: dict[str, str] = field(default_factory=dict)  # letter -> option text
 
@@ -61,8 +65,14 @@ def ground(question: str) -> Grounding:
         if task == "compatibility":
             movers = [m.group(1).lower()] if m.groups() else option_colours
             return Grounding(task, "release", None, targets=movers, options=options)
+        bounce = RESTITUTION.search(stem)
+        e = float(bounce.group(1)) if bounce else None
+        if task == "ramp":
+            return Grounding("trajectory", "launch", m.group(1).lower(), speed=float(m.group(3)),
+                             elevation=float(m.group(2)), launcher="ramp", restitution=e, targets=option_colours,
+                             options=options)  # fmt: skip
         return Grounding(task, "launch", m.group(1).lower(), speed=float(m.group(2)), elevation=float(m.group(3)),
-                         targets=option_colours, options=options)  # fmt: skip
+                         restitution=e, targets=option_colours, options=options)  # fmt: skip
     raise DataError(f"cannot ground the question (no known motion phrase): {stem[:80]!r}")
 
 
@@ -70,7 +80,8 @@ GROUNDER_PROMPT = (
     "Read this question about a 3D scene and return only a JSON object with the keys: task (one of "
     "collision, compatibility, occlusion, trajectory), kind (linear, release, translate or launch), mover (the "
     "colour of the moving object, or 'car'), distance (metres or null), speed (m/s or null), elevation (degrees "
-    "or null), targets (list of the colours of the objects the question or its options ask about).\n\n"
+    "or null), launcher (throw or ramp), restitution (the wall's coefficient or null), targets (list of the colours "
+    "of the objects the question or its options ask about).\n\n"
 )
 
 
@@ -94,5 +105,6 @@ def ground_with_model(questions: list[str], endpoint) -> list[Grounding]:
         targets = [str(t).lower() for t in v.get("targets") or [] if str(t).lower() in PALETTE]
         out.append(Grounding(v["task"], str(v.get("kind")), str(v.get("mover") or "").lower() or None,
                              distance=num("distance"), speed=num("speed"), elevation=num("elevation"),
-                             targets=targets, options=options))  # fmt: skip
+                             launcher="ramp" if v.get("launcher") == "ramp" else "throw",
+                             restitution=num("restitution"), targets=targets, options=options))  # fmt: skip
     return out

@@ -8,6 +8,7 @@ than `PENETRATION` (1 mm), the margin the issue sets between a touch and numeric
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,8 +21,55 @@ mujoco = gl.import_mujoco()
 PENETRATION = 0.001
 
 
+# Contact keys this method adds to core.render's object spec (stripped before validation, applied to the
+# object's geom after it): "restitution" e in (0, 1) makes a hit bounce back at e times the normal speed,
+# "slippery" makes contacts frictionless; both take priority over the other geom's contact settings.
+CONTACT_KEYS = ("restitution", "slippery")
+BOUNCE_OMEGA = 150.0  # rad/s: the contact spring's natural frequency (0.3 of a step at the scenes' 2 ms)
+
+
+def dampratio_for(e: float) -> float:
+    """The damping ratio of a spring-dashpot contact that returns `e` of the normal speed. The contact
+    cannot pull (MuJoCo's constraint force is >= 0), so it ends when spring and damper forces cancel,
+    before the spring is back at rest: e(z) = exp(-z w t*) |cos(wd t*) - z/sqrt(1-z^2) sin(wd t*)| with
+    tan(wd t*) = -2 z sqrt(1-z^2) / (1 - 2 z^2), solved for z by bisection."""
+    if not 0.0 < e < 1.0:
+        raise ValueError(f"restitution must be in (0, 1), got {e}")
+
+    def rebound(z):
+        s = math.sqrt(1 - z * z)
+        phase = math.pi - math.atan2(2 * z * s, 1 - 2 * z * z)  # wd t*
+        return math.exp(-z * phase / s) * abs(math.cos(phase) - z / s * math.sin(phase))
+
+    lo, hi = 1e-6, 0.7
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rebound(mid) > e else (lo, mid)
+    return (lo + hi) / 2
+
+
+def restitution_solref(e: float, omega: float = BOUNCE_OMEGA) -> list[float]:
+    """MuJoCo solref (timeconst, dampratio) whose contact has natural frequency `omega` and returns e."""
+    z = dampratio_for(e)
+    return [1.0 / (omega * z), z]
+
+
 def compile_spec(spec: dict, source: str = "scene"):
-    return build.build(render_spec.validate(spec, source=source), seed=0)
+    extra, objects = {}, []
+    for o in spec.get("objects", []):
+        if any(k in o for k in CONTACT_KEYS):
+            extra[o["name"]] = {k: o[k] for k in CONTACT_KEYS if k in o}
+            o = {k: v for k, v in o.items() if k not in CONTACT_KEYS}
+        objects.append(o)
+    scene = build.build(render_spec.validate({**spec, "objects": objects}, source=source), seed=0)
+    if extra:
+        for name, ext in extra.items():
+            geom = scene.mjspec.geom(name)
+            geom.priority, geom.condim = 1, 1  # frictionless, and these settings win the contact
+            if ext.get("restitution"):
+                geom.solref = restitution_solref(float(ext["restitution"]))
+        scene.model = scene.mjspec.compile()
+    return scene
 
 
 @dataclass

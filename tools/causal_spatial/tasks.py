@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from methodkit.tools.causal_spatial import physics, scenes, visibility
+from methodkit.tools.causal_spatial import launchers, physics, scenes, visibility
 from methodkit.tools.causal_spatial.kernels import swept_obb_prefilter
 
 TASKS = ("collision", "compatibility", "occlusion", "trajectory")
@@ -417,25 +417,21 @@ BALL_R = 0.03
 _MAT_TOP = 0.004
 
 
-def flight_range(v: float, elevation_deg: float, h0: float, g: float = G) -> float:
-    """Horizontal distance at which a ball launched at speed v from centre height h0 comes down to
-    touch a mat (centre height BALL_R + mat thickness), no drag."""
-    th = math.radians(elevation_deg)
-    vz, vx = v * math.sin(th), v * math.cos(th)
-    dz = h0 - (BALL_R + _MAT_TOP)
-    t = (vz + math.sqrt(vz * vz + 2 * g * dz)) / g
-    return vx * t
-
-
-def speed_for_range(target: float, elevation_deg: float, h0: float) -> float:
-    lo, hi = 0.05, 20.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if flight_range(mid, elevation_deg, h0) < target else (lo, mid)
-    return (lo + hi) / 2
+def _aim_speed(predict, target: float, ok) -> float:
+    """The launch speed (0.01 m/s steps) whose predicted landing is nearest `target` among those `ok` accepts."""
+    best = None
+    for v0 in np.arange(0.3, 6.0, 0.01):
+        p = predict(float(v0))
+        if p is not None and ok(p) and (best is None or abs(p["s"] - target) < best[0]):
+            best = (abs(p["s"] - target), round(float(v0), 2))
+    if best is None or best[0] > 0.01:
+        raise Reject("no_speed")
+    return best[1]
 
 
 def trajectory(rng, level: int, aim: int, s: Settings, n_objects: int) -> Draft:
+    """A ball thrown, or sent up a frictionless ramp that launches it; at L2 a wall with restitution e
+    behind the mats bounces it back. The speed is aimed by drag-free ballistics, the answer simulated."""
     n_mats = 4 if level == 2 else 3
     if aim >= n_mats:
         raise Reject("aim_missed")
@@ -444,51 +440,74 @@ def trajectory(rng, level: int, aim: int, s: Settings, n_objects: int) -> Draft:
     mat_l, mat_w = 0.18, 0.36
     s0 = float(rng.uniform(0.15, 0.25))
     span = s0 + n_mats * mat_l
-    launch_xy = -u * span / 2
+    launch_xy = -u * span / 2  # the throw's start, or the ramp's top edge
     colours = _colours(rng, n_mats + 1)
     ball_colour, mat_colours = colours[0], colours[1:]
     order = rng.permutation(n_mats)  # option letters are not the mats' order along the path
-    if level == 2 and order[aim] == 0:  # behind a wall the nearest mat cannot be the landing one
-        j = int(rng.integers(1, n_mats))
-        spot = int(np.nonzero(order == j)[0][0])
-        order[[aim, spot]] = order[[spot, aim]]
     mats = []
     for k in range(n_mats):
         c = launch_xy + u * (s0 + (k + 0.5) * mat_l)
         mats.append(scenes.mat_object(f"{mat_colours[k]}-mat", mat_colours[k], c, mat_l, mat_w, yaw))
     slot_of_mat = {int(order[j]): j for j in range(n_mats)}  # option j shows mat order[j]
     aimed_mat = int(order[aim])
-    h0 = float(rng.uniform(0.12, 0.3))
-    elevation = float(rng.uniform(20, 55))
-    extra = []
+    z_land = BALL_R + _MAT_TOP
+    launcher = "ramp" if rng.random() < 0.5 else "throw"
+    extra, wall = [], {}
     if level == 2:
-        s_wall = s0 + (aimed_mat + 0.75) * mat_l
-        land = s_wall + float(rng.uniform(0.08, 0.3))
-        wc = launch_xy + u * s_wall
-        extra = [{"name": "wall", "type": "box", "size": [0.03, 0.5, 0.26], "fixed": True, "colour": "white",
-                  "pos": [float(wc[0]), float(wc[1]), 0.13 + _MAT_TOP], "euler": [0, 0, yaw],
-                  "friction": scenes.FRICTION}]  # fmt: skip
+        e = round(float(rng.uniform(0.35, 0.8)) * 20) / 20
+        behind = min(n_mats - 1, aimed_mat + int(rng.integers(0, 2)))  # the wall stands after this mat
+        wall_c = s0 + (behind + 1) * mat_l + float(rng.uniform(0.0, 0.06)) + launchers.WALL_THICKNESS / 2
+        wc = launch_xy + u * wall_c
+        extra.append({"name": "wall", "type": "box", "size": [launchers.WALL_THICKNESS, 0.5, launchers.WALL_HEIGHT],
+                      "fixed": True, "colour": "white", "restitution": e, "euler": [0, 0, yaw],
+                      "pos": [float(wc[0]), float(wc[1]), launchers.WALL_HEIGHT / 2 + _MAT_TOP]})  # fmt: skip
+        wall = {"wall_s": wall_c - launchers.WALL_THICKNESS / 2 - BALL_R, "restitution": e,
+                "wall_top": launchers.WALL_HEIGHT - BALL_R - 0.02}  # fmt: skip
+    target = s0 + aimed_mat * mat_l + float(rng.uniform(0.045, mat_l - 0.045))
+    if launcher == "ramp":
+        length, pitch = float(rng.uniform(0.22, 0.3)), int(rng.integers(15, 31))
+        ramp = launchers.ramp_object("ramp", "black", launch_xy, u, length, pitch)
+        extra.append(ramp)
+        pose = launchers.ramp_pose(ramp)
+        start = pose["edge"] - pose["up"] * 0.6 * length  # contact point 40% up the slope
+        climb = 0.6 * length * math.sin(math.radians(pitch))
+        edge_c = pose["edge"] + BALL_R * pose["normal"]  # the centre as the ball leaves the edge
+        c0 = launchers.seat_on_ramp(start + BALL_R * pose["normal"], BALL_R, pose)
+        s_c, z_c = float(np.dot(edge_c[:2] - launch_xy, u)), float(edge_c[2])
+        elevation = pitch
+
+        def predict(v0):
+            v_edge = launchers.takeoff(v0, pitch, climb, G)
+            return None if v_edge is None else launchers.landing(s_c, z_c, v_edge, pitch, z_land, G, **wall)
     else:
-        land = s0 + aimed_mat * mat_l + float(rng.uniform(0.045, mat_l - 0.045))
-    elevation = round(elevation)
-    v0 = round(speed_for_range(land, elevation, h0), 2)
+        h0 = float(rng.uniform(0.12, 0.3))
+        elevation = int(round(float(rng.uniform(20, 55))))
+        c0 = np.array([launch_xy[0], launch_xy[1], h0])
+
+        def predict(v0):
+            return launchers.landing(0.0, h0, v0, elevation, z_land, G, **wall)
+
+    def ok(p):
+        if level == 1:
+            return not p["hit_wall"]
+        return p["hit_wall"] and BALL_R + 0.02 < p["z_wall"]  # meets the wall's face, high enough
+
+    v0 = _aim_speed(predict, target, ok)
     th = math.radians(elevation)
-    if extra:  # the ball must meet the wall's face, not fly over it
-        t_wall = s_wall / (v0 * math.cos(th))
-        z_wall = h0 + v0 * math.sin(th) * t_wall - G * t_wall**2 / 2
-        if not BALL_R + 0.02 < z_wall < 0.26 - BALL_R - 0.02:
-            raise Reject("over_wall")
-    vel = [float(v0 * math.cos(th) * u[0]), float(v0 * math.cos(th) * u[1]), float(v0 * math.sin(th))]
+    direction = pose["up"] if launcher == "ramp" else np.array([math.cos(th) * u[0], math.cos(th) * u[1], math.sin(th)])
     ball = {"name": f"{ball_colour}-sphere", "type": "sphere", "radius": BALL_R, "colour": ball_colour,
-            "pos": [float(launch_xy[0]), float(launch_xy[1]), h0], "velocity": vel, "mass": 0.05,
+            "pos": [float(x) for x in c0], "velocity": [float(v0 * x) for x in direction], "mass": 0.05,
             "friction": scenes.FRICTION}  # fmt: skip
-    centre = launch_xy + u * span / 2
-    cam = scenes.camera((float(centre[0]), float(centre[1]), 0.05), float(rng.uniform(1.55, 1.75)), _elev(rng, s),
+    s_lo = float(np.dot(ramp["pos"][:2] - launch_xy, u)) * 2 if launcher == "ramp" else -0.05
+    s_hi = span + (0.12 if level == 2 else 0.0)
+    centre = launch_xy + u * (s_lo + s_hi) / 2
+    dist = max(float(rng.uniform(1.55, 1.75)), 1.33 * (s_hi - s_lo))
+    cam = scenes.camera((float(centre[0]), float(centre[1]), 0.05), dist, _elev(rng, s),
                         0.0 if level == 1 else float(rng.uniform(-20, 20)))  # fmt: skip
     spec = scenes.base_spec(s.size, cam)
     spec["objects"] = [ball, *mats, *extra]
     scene = physics.compile_spec(spec)
-    first = physics.first_floor_contact(scene, 3.0, ball["name"], ignore={"wall"})
+    first = physics.first_floor_contact(scene, 3.0, ball["name"], ignore={"wall", "ramp"})
     if first is None or first["other"] not in {m["name"] for m in mats}:
         raise Reject("off_mats")
     k = [m["name"] for m in mats].index(first["other"])
@@ -500,11 +519,24 @@ def trajectory(rng, level: int, aim: int, s: Settings, n_objects: int) -> Draft:
     if answer != aim:
         raise Reject("aim_missed")
     options = [*(f"the {mat_colours[order[j]]} mat" for j in range(n_mats)), NOT_SURE]
-    question = (f"The {ball_colour} ball is thrown straight towards the mats at {v0:.2f} m/s, {elevation} degrees "
-                "above the horizontal. On which mat will it first land?")  # fmt: skip
-    motion = {"object": ball["name"], "kind": "launch", "velocity": v0, "elevation": elevation}
-    gt = {"landing": first, "landing_mat": first["other"], "ballistic_range": round(land, 4),
-          "wall": bool(extra)}  # fmt: skip
+    if launcher == "ramp":
+        stem = (f"The {ball_colour} ball slides up the black ramp ({elevation} degrees, frictionless) at {v0:.2f} m/s "
+                "and flies off its top edge towards the mats.")  # fmt: skip
+    else:
+        stem = (f"The {ball_colour} ball is thrown straight towards the mats at {v0:.2f} m/s, {elevation} degrees "
+                "above the horizontal.")  # fmt: skip
+    if wall:
+        stem += (" The white wall is frictionless and bounces a ball back with a coefficient of restitution of "
+                 f"{wall['restitution']:.2f}.")  # fmt: skip
+    question = stem + " On which mat will it first land?"
+    motion = {"object": ball["name"], "kind": "launch", "velocity": v0, "elevation": elevation, "launcher": launcher}
+    if wall:
+        motion["restitution"] = wall["restitution"]
+    predicted = predict(v0)
+    gt = {"landing": first, "landing_mat": first["other"], "ballistic_range": round(predicted["s"], 4),
+          "landing_s": round(float(np.dot(np.asarray(first["point"][:2]) - launch_xy, u)), 4),
+          "ballistic_mat": int(math.floor((predicted["s"] - s0) / mat_l)), "wall": bool(wall), "launcher": launcher,
+          "mat_order": [m["name"] for m in mats]}  # fmt: skip
     return Draft(spec, format_question(question, options), options, answer, motion, gt,
                  [ball["name"], *(m["name"] for m in mats)])  # fmt: skip
 
