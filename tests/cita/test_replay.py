@@ -154,3 +154,18 @@ def test_cli_replay_data_and_eval(run_cli, tmp_path):
     proc = run_cli(["cita-eval", "--env", "tau2", "--data", path, "--policy", "random"])
     assert proc.returncode == 2 and proc.stdout == b""
     assert proc.stderr.decode().strip().startswith("cita-eval: error:") and "not 'tau2-retail'" in proc.stderr.decode()
+
+
+def test_paired_bootstrap_known_answers():
+    rng = np.random.default_rng(5)
+    a = rng.random(40)
+    shift = episodes.paired_bootstrap(a, a + 0.25)
+    assert (
+        shift["diff"] == pytest.approx(0.25)
+        and shift["lo"] == pytest.approx(0.25)
+        and shift["hi"] == pytest.approx(0.25)
+    )
+    noise = episodes.paired_bootstrap(a, a + rng.normal(0, 0.1, 40))
+    assert noise["lo"] < noise["diff"] < noise["hi"] and noise["n"] == 40
+    half = (noise["hi"] - noise["lo"]) / 2  # ≈ 1.96 · sd / sqrt(n)
+    assert 0.5 * 1.96 * 0.1 / np.sqrt(40) < half < 1.5 * 1.96 * 0.1 / np.sqrt(40)

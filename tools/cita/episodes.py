@@ -155,3 +155,14 @@ def value_metrics(pred: list[np.ndarray], truth: list[np.ndarray]) -> dict:
         sq += float(((p - t) ** 2).sum())
         n += len(t)
     return {"pair_acc": right / total if total else None, "brier": sq / n if n else None, "n_value_pairs": total}
+
+
+def paired_bootstrap(a, b, n_boot: int = 10000, seed: int = 0, level: float = 0.95) -> dict:
+    """Mean of b − a over paired tasks and its percentile bootstrap interval (tasks resampled)."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if d.size == 0:
+        return {"diff": None, "lo": None, "hi": None, "n": 0}
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xB007]))
+    means = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi), "n": int(d.size)}
