@@ -29,7 +29,10 @@ def main():
     JSON of your own (one trajectory per simulation run: tool calls, tool messages as observations,
     success = reward ≥ 1, the task's gold actions as gold_tools); `cfb` converts a ComplexFuncBench JSONL
     (its gold calls with the recorded responses). Each task gets a split (train/test) by a seeded hash of
-    its id. `validate` checks a user's trajectory (or candidates) JSONL and counts its records.
+    its id. `replay tau2|cfb` generates the default tasks of the offline replay environments that
+    cita-eval --env tau2|cfb runs: τ²-bench-retail-style tasks (each with its initial database; user
+    turns replayed; success = the database equals the gold-replayed one) and ComplexFuncBench-style
+    Booking tasks (recorded responses; a call outside the cache is an error). `validate` checks a user's trajectory (or candidates) JSONL and counts its records.
 
     One task per line: {task_id, source, split, instruction: [turn texts], tools: [{name, description,
     parameters}], steps: [{turn, call: {name, arguments}, observation, error}], success, env}.
@@ -40,6 +43,7 @@ def main():
       cita-data bfcl --category multi_turn_miss_param --split test | head -1 | jq .task_id
       cita-data tau2 results.json --split train -o tau2.jsonl
       cita-data cfb ComplexFuncBench.jsonl -o cfb.jsonl
+      cita-data replay tau2 --split train -o tau2-train.jsonl
       cita-data validate mine.jsonl --skip-bad
 
     \b
@@ -119,6 +123,22 @@ def cfb_cmd(input, split, split_seed, test_fraction, **_):
     from methodkit.tools.cita.importers import complexfuncbench
 
     _import_file(Run.from_context(), input, complexfuncbench, split, split_seed, test_fraction)
+
+
+@main.command("replay")
+@click.argument("env", type=click.Choice(["tau2", "cfb"]))
+@click.option("--tasks", "n_tasks", type=click.IntRange(min=1), default=None, help="Tasks [default: tau2 114, cfb 300].")
+@click.option("--data-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the generated data.")
+@_split_options
+@common_options("output", "force", "meta", "quiet", "verbose")
+def replay_cmd(env, n_tasks, data_seed, split, split_seed, test_fraction, **_):
+    """Generate the default tasks of a replay env (tau2: retail DB + tools; cfb: Booking response cache)."""
+    from methodkit.cli._cita_io import write_jsonl
+    from methodkit.tools.cita import replay
+
+    run = Run.from_context()
+    records = replay.trajectories(env, n_tasks or replay.DEFAULT_TASKS[env], data_seed, split_seed, test_fraction)
+    write_jsonl(run, [r for r in records if split in ("all", r["split"])])
 
 
 @main.command("validate")

@@ -21,7 +21,20 @@ DEMO = [
 
 
 @tool_command(name=PROG)
-@click.option("--env", type=click.Choice(["bfcl"]), default="bfcl", show_default=True, help="Executable environment.")
+@click.option(
+    "--env",
+    type=click.Choice(["bfcl", "tau2", "cfb"]),
+    default="bfcl",
+    show_default=True,
+    help="Executable environment: BFCL, or a replay env (tau2 retail DB, cfb response cache).",
+)
+@click.option(
+    "--data",
+    "data_path",
+    default=None,
+    metavar="PATH",
+    help="Trajectory JSONL of a replay env (cita-data replay|cfb) [default: its generated tasks].",
+)
 @click.option("--model", "model_dirs", multiple=True, metavar="DIR", help="A cita-train model folder (repeatable).")
 @click.option(
     "--policy",
@@ -64,6 +77,7 @@ DEMO = [
 @common_options("output", "seed", "force", "meta", "quiet", "verbose")
 def main(
     env,
+    data_path,
     model_dirs,
     policy_names,
     graph_path,
@@ -87,13 +101,17 @@ def main(
     equal to the gold-executed ones); Tool F1 = multiset F1 of executed vs gold tool names, Call F1 of
     canonical calls (macro over tasks, every task in the denominator, crashes count as failures). For
     a model, pair_acc and brier compare σ(f) with the oracle V*(c,a) (execute a, then the remaining gold
-    calls) on the test tasks' gold-path contexts. A --model folder of either ranker works (cita-train
+    calls) on the test tasks' gold-path contexts. --env tau2|cfb runs the same protocol in an offline
+    replay env on --data (the records' own split) or its generated tasks (cita-data replay): tau2
+    success = the database equals the gold-replayed one; cfb success = every recorded call retrieved
+    and none outside the response cache. A --model folder of either ranker works (cita-train
     --ranker mlp|gbdt, read from its cim.json); a gbdt ranker's brier uses σ of an uncalibrated score.
 
     \b
     EXAMPLES
       cita-eval --model cim --model cim-b --policy random --out tasks.csv
       cita-eval --model cim --category multi_turn_miss_param --distractors 8 | jq '.runs[].success'
+      cita-eval --env tau2 --model cim-tau2 --policy random
 
     \b
     EXIT STATUS
@@ -121,7 +139,18 @@ def main(
         graph = models[0][1].graph
     if graph is None and any(p != "random" for p in policy_names):
         raise UsageError("--policy prior/judge needs --graph PATH (or a --model)")
-    train, test = api.eval_tasks(category, split_seed, test_fraction, limit)
+    tasks = None
+    if data_path and env == "bfcl":
+        raise UsageError("--data is for a replay env (--env tau2 or cfb); BFCL tasks come from bfcl-eval")
+    if env != "bfcl":
+        from methodkit.cli._cita_io import read_records
+        from methodkit.tools.cita import replay
+
+        if data_path:
+            tasks = replay.check_kind(read_records(run, data_path, "trajectory"), env, data_path)
+        else:
+            tasks = replay.trajectories(env, replay.DEFAULT_TASKS[env], 0, split_seed, test_fraction)
+    train, test = api.eval_tasks(category, split_seed, test_fraction, limit, tasks)
     if not test:
         raise UsageError("no test tasks: raise --limit or --test-fraction")
     value_ctx = api.oracle_contexts(train, test, run.seed) if models and not no_values else None
@@ -145,6 +174,6 @@ def main(
         from methodkit.core import io
 
         io.write_table(pd.concat(tables, ignore_index=True), out_path, force=run.force)
-    run.emit_result({"env": env, "category": category, "distractors": distractors, "seed": run.seed, "runs": runs})
+    run.emit_result({"env": env, "category": category if env == "bfcl" else None, "distractors": distractors, "seed": run.seed, "runs": runs})
     if fail_below is not None and any((r["success"] or 0) < fail_below for r in runs):
         raise CheckFailed(f"a run's success is below --fail-below {fail_below}")

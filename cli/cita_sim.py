@@ -75,7 +75,7 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running
+      1  failure while running (value --device cuda without CuPy or a GPU)
       2  bad usage or bad input (malformed JSONL, a task with more than 64 tools, a missing graph)
       130  interrupted
     """
@@ -146,20 +146,24 @@ def sample_cmd(graph_path, n_tasks, **_):
 @click.option("--graph", "graph_path", default=None, metavar="PATH", help="graph.npz from 'cita-sim fit' (required).")
 @sim_options
 @click.option("--skip-bad", is_flag=True, help="Skip malformed lines (counted) instead of failing.")
-@common_options("output", "seed", "threads", "force", "meta", "quiet", "verbose")
+@common_options("output", "seed", "threads", "device", "force", "meta", "quiet", "verbose")
 def value_cmd(input, graph_path, rollouts, draws, slack, gamma, beta, skip_bad, **_):
-    """Monte-Carlo values of candidates: JSONL {context_id, name, arguments, value, std} per candidate."""
+    """Monte-Carlo values of candidates: JSONL {context_id, name, arguments, value, std} per candidate.
+
+    --device cuda runs the rollouts in a CuPy RawKernel with the Numba kernel's random streams (auto:
+    CUDA when CuPy sees a GPU); the Numba kernel on the CPU is the reference."""
     from methodkit.cli._cita_io import read_records, write_jsonl
     from methodkit.tools.cita import api, simulate
 
     run = Run.from_context()
     run.threads()
+    device = run.device()
     records, _ = api.prepare_candidates(read_records(run, input, "candidates", skip_bad))
     graph, _ = api.load_graph(_required_graph(graph_path))
     records = [r for r in records if r["candidates"]]
     cfg = simulate.SimConfig(rollouts=rollouts, draws=draws, slack=slack, gamma=gamma, beta=beta, seed=run.seed)
     rows = []
-    for rec, (mean, std) in zip(records, simulate.values(graph, records, cfg)):
+    for rec, (mean, std) in zip(records, simulate.values(graph, records, cfg, device)):
         for call, m, s in zip(rec["candidates"], mean, std):
             rows.append(
                 {

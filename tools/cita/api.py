@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from methodkit.core.errors import DataError, UsageError
-from methodkit.tools.cita import bfcl, cim, contexts, episodes, simulate
+from methodkit.tools.cita import bfcl, cim, contexts, episodes, replay, simulate
 from methodkit.tools.cita import features as ft
 from methodkit.tools.cita import graph as tg
 from methodkit.tools.cita import judge as jd
 from methodkit.tools.cita.embed import Embedder
-from methodkit.tools.cita.generators import Pools
+from methodkit.tools.cita.generators import Pools, turns_of
 from methodkit.tools.cita.records import END_TURN, canonical
 
 MODEL_FILE, GRAPH_FILE = "cim.safetensors", "graph.npz"
@@ -256,8 +256,12 @@ def rank(model: Cim, records: list, combine_logprob: float = 0.0) -> list[dict]:
 # ---------------------------------------------------------------- evaluation
 
 
-def eval_tasks(category: str, split_seed: int, test_fraction: float, limit: int | None):
-    tasks = import_bfcl(category, "all", split_seed, test_fraction, limit)
+def eval_tasks(category: str, split_seed: int, test_fraction: float, limit: int | None, tasks: list | None = None):
+    """(train, test) of a BFCL category, or of given trajectory records (a replay env's) by their split."""
+    if tasks is None:
+        tasks = import_bfcl(category, "all", split_seed, test_fraction, limit)
+    elif limit:
+        tasks = tasks[:limit]
     return [t for t in tasks if t["split"] == "train"], [t for t in tasks if t["split"] == "test"]
 
 
@@ -299,8 +303,7 @@ def run_eval(
     choose = policies(policy, graph, embedder, model, seed)
     rows = []
     for t, task in enumerate(test):
-        entry, _ = bfcl.entry_for(task["env"]["init_ref"])
-        rows.append(episodes.run_episode(task, entry, pools, choose, seed, distractors))
+        rows.append(episodes.run_episode(task, replay.env_factory(task), pools, choose, seed, distractors))
         if progress is not None:
             progress(f"episodes {policy}", t + 1, len(test))
     n = len(rows)
@@ -325,11 +328,15 @@ def oracle_contexts(train: list, test: list, seed: int):
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x0AC1]))
     ctxs, truth = [], []
     for task in test:
-        entry, gold = bfcl.entry_for(task["env"]["init_ref"])
-        gold_env = episodes.gold_env(entry, bfcl.gold_turns(entry, gold))
+        make = replay.env_factory(task)
+        if task["env"]["kind"] == "bfcl":
+            entry, gold = bfcl.entry_for(task["env"]["init_ref"])
+            gold_env = episodes.gold_env(make, bfcl.gold_turns(entry, gold))
+        else:
+            gold_env = episodes.gold_env(make, turns_of(task))
         for ctx in contexts.task_contexts(task, pools, rng):
             ctxs.append(ctx)
-            truth.append(episodes.oracle_values(task, ctx, entry, gold_env))
+            truth.append(episodes.oracle_values(task, ctx, make, gold_env))
     return ctxs, truth
 
 

@@ -1,9 +1,9 @@
-"""CIM-guided episodes in BFCL's executable environment, and the oracle step value V*.
+"""CIM-guided episodes in an executable environment (BFCL's, or a replay env), and the oracle step value V*.
 
 Protocol: at each step the candidate set is the next unexecuted gold call (or end_turn once the turn's
 gold calls are done) plus generator distractors (seeds disjoint from training), end_turn always offered;
 the policy's argmax is executed; end_turn moves to the next user turn; each turn has a budget of
-|gold turn| + 2 calls. Success = BFCL's state rule against the gold-executed instances.
+|gold turn| + 2 calls. Success = the environment's state rule against the gold-executed environment.
 """
 
 from __future__ import annotations
@@ -37,23 +37,28 @@ def _f1(pred: Counter, gold: Counter) -> float:
     return 2 * p * r / (p + r)
 
 
-def replay_success(entry: dict, calls: list[dict], gold_env: bfcl.BfclEnv) -> bool:
-    env = bfcl.BfclEnv(entry)
+def _factory(entry):
+    """A BFCL entry, or already a zero-argument environment factory (tools/cita/replay.env_factory)."""
+    return entry if callable(entry) else (lambda: bfcl.BfclEnv(entry))
+
+
+def replay_success(entry, calls: list[dict], gold_env) -> bool:
+    env = _factory(entry)()
     for call in calls:
         if call["name"] != END_TURN:
             env.step(call)
     return env.same_state(gold_env)
 
 
-def gold_env(entry: dict, turns: list) -> bfcl.BfclEnv:
-    env = bfcl.BfclEnv(entry)
+def gold_env(entry, turns: list):
+    env = _factory(entry)()
     for calls in turns:
         for call in calls:
             env.step(call)
     return env
 
 
-def oracle_values(task: dict, ctx: dict, entry: dict, gold: bfcl.BfclEnv) -> np.ndarray:
+def oracle_values(task: dict, ctx: dict, entry, gold) -> np.ndarray:
     """V*(c, a): execute the gold prefix, then a, then the remaining gold calls (end_turn skips the rest of
     the current turn); 1 when the final state equals the gold state."""
     turns = turns_of(task)
@@ -81,14 +86,15 @@ class EpisodeResult:
     crashed: bool
 
 
-def run_episode(task: dict, entry: dict, pools: Pools, choose, seed: int, n_distractors: int = 4) -> EpisodeResult:
-    """One episode; `choose(ctx) -> index` picks among ctx['candidates']."""
+def run_episode(task: dict, entry, pools: Pools, choose, seed: int, n_distractors: int = 4) -> EpisodeResult:
+    """One episode; `choose(ctx) -> index` picks among ctx['candidates']; `entry` is a BFCL entry or an
+    environment factory."""
     rng = np.random.default_rng(
         np.random.SeedSequence([seed, 0xE7A1, int(hashlib.sha256(task["task_id"].encode()).hexdigest()[:8], 16)])
     )
     turns = turns_of(task)
     gold = gold_env(entry, turns)
-    env = bfcl.BfclEnv(entry)
+    env = _factory(entry)()
     history, executed = [], []
     crashed = False
     try:
@@ -149,3 +155,14 @@ def value_metrics(pred: list[np.ndarray], truth: list[np.ndarray]) -> dict:
         sq += float(((p - t) ** 2).sum())
         n += len(t)
     return {"pair_acc": right / total if total else None, "brier": sq / n if n else None, "n_value_pairs": total}
+
+
+def paired_bootstrap(a, b, n_boot: int = 10000, seed: int = 0, level: float = 0.95) -> dict:
+    """Mean of b − a over paired tasks and its percentile bootstrap interval (tasks resampled)."""
+    d = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if d.size == 0:
+        return {"diff": None, "lo": None, "hi": None, "n": 0}
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0xB007]))
+    means = d[rng.integers(0, d.size, size=(n_boot, d.size))].mean(1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return {"diff": float(d.mean()), "lo": float(lo), "hi": float(hi), "n": int(d.size)}

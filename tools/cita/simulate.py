@@ -99,9 +99,13 @@ def _stream_key(ctx: dict, row: int) -> int:
     return int(hashlib.sha256(name.encode()).hexdigest()[:15], 16)
 
 
-def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig) -> list[tuple[np.ndarray, np.ndarray]]:
-    """[(mean[K], std[K])] per context, by the Numba kernel, contexts grouped by their tool set."""
-    from methodkit.tools.cita.kernels import sim_values
+def values(graph: tg.ToolGraph, contexts: list, cfg: SimConfig, device: str = "cpu") -> list[tuple[np.ndarray, np.ndarray]]:
+    """[(mean[K], std[K])] per context, by the Numba kernel (device 'cuda': its CuPy twin, tools/cita/
+    gpu_kernels.py), contexts grouped by their tool set."""
+    if device == "cuda":
+        from methodkit.tools.cita.gpu_kernels import sim_values_cuda as sim_values
+    else:
+        from methodkit.tools.cita.kernels import sim_values
 
     rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, 0x5117]))
     probs, rho = tg.draws(graph, cfg.draws, rng)
