@@ -51,6 +51,8 @@ def main():
       vesper-eval generate --pairs 40 --seed 0 -o bench
       vesper-eval review bench --sheet-dir sheets -o review.csv
       vesper-eval review bench --apply review.csv
+      vesper-eval review bench --interactive --reviewer me -o review.csv
+      vesper-eval generate --pairs 4 --renderer mujoco --gl egl --size 448x336 -o bench3d
       vesper-eval run --bench bench --model extrapolate -o extrapolate.jsonl
       vesper-eval run --bench bench --model openai:qwen2.5-vl --base-url http://127.0.0.1:8000/v1 -o vlm.jsonl
       vesper-eval score extrapolate.jsonl --by pressure,lead_time | jq .pair_accuracy
@@ -59,10 +61,14 @@ def main():
     SCOPE AND MISSES (see docs/vesper-eval.md for every figure)
       Built: the simple robot (base box + 3-link capsule arm) driving a corridor, the
       collision hazard, adult and child persons (a capsule person, not gymnasium's
-      humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer.
-      Not built: Fetch, the MuJoCo camera renderer, the other tasks and hazards
-      (pinch, falling load, scald, cut, trip), --interactive review. The cmd: program
-      speaks core.endpoint's protocol (chat messages in, {"text": ...} out).
+      humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer
+      (default: no GL, fast) and --renderer mujoco (a third-person camera, one of
+      two viewpoints per pair; sensors/ then hold depth, K and T, which the baselines
+      lift to the ground plane), review --interactive, and a person entering from
+      behind the robot (taxonomy approach: behind; needs --renderer mujoco).
+      Not built: Fetch, the other tasks and hazards (pinch, falling load, scald, cut,
+      trip). The cmd: program speaks core.endpoint's protocol (chat messages in,
+      {"text": ...} out).
       Missed: extrapolate pair accuracy >= 0.65 (stop_turn pairs are not inferable
       from a constant-velocity track), raster2d >= 20x MuJoCo-EGL frames/s.
 

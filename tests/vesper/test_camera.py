@@ -119,3 +119,54 @@ def test_cli_gl_none_with_mujoco_renderer_exits_2(run_cli, tmp_path):
                     "-o", str(tmp_path / "o")])  # fmt: skip
     assert_one_line_error(proc, "vesper-eval", "rendering is off", "--renderer 2d")
     assert not (tmp_path / "o").exists()
+
+
+def _behind_taxonomy():
+    import yaml
+
+    from methodkit.tools.vesper import taxonomy
+
+    doc = yaml.safe_load(taxonomy.default_path().read_text())
+    doc["persons"] = {"adult_entering": {"scale": 1.0, "speed": [0.8, 1.4], "p": 1.0, "approach": "behind"}}
+    return taxonomy.validate(doc, "t.yaml"), doc
+
+
+def test_person_from_behind_walks_in_from_the_camera_side(tmp_path):
+    from methodkit.core.errors import DataError, UsageError
+    from methodkit.tools.vesper import generate as g
+    from methodkit.tools.vesper import taxonomy
+
+    tax, doc = _behind_taxonomy()
+    p = sc.Params(robot_x0=0.0, robot_speed=0.0, robot_x_end=0.0, person_x=0.0, person_speed=1.0, person_start_s=0.0,
+                  person_stop_y=-1.2, person_scale=1.0, horizon_s=5.0, person_dir=1.0)  # fmt: skip
+    assert p.person_y(0.0) == -3.0 and p.person_y(1.0) == -2.0 and p.person_y(4.0) == -1.2
+    assert p.person_walking(1.0) and not p.person_walking(4.0)
+    dp, sp = g._draw(np.random.default_rng(0), tax, "stop_turn", "adult_entering")
+    assert dp.person_dir == 1.0 and sp.person_stop_y < -sc.BASE_HALF[1]  # stops short on the camera side
+    with pytest.raises(UsageError, match="needs --renderer mujoco"):
+        g.generate(g.GenerateConfig(pairs=1), str(tmp_path / "o"), tax)
+    assert not (tmp_path / "o").exists()
+    doc["persons"]["adult_entering"]["approach"] = "sideways"
+    with pytest.raises(DataError, match=r"persons\.adult_entering\.approach"):
+        taxonomy.validate(doc, "t.yaml")
+
+
+def test_person_from_behind_pair_labels_hold(cam, tmp_path):
+    from methodkit.core import io
+    from methodkit.tools.vesper import generate as g
+
+    tax, _ = _behind_taxonomy()
+    cfg = g.GenerateConfig(pairs=1, seed=0, width=W, height=H, fps=4, clip_s=2.0, video=False, recognition_frac=0,
+                           renderer="mujoco")  # fmt: skip
+    assert g.generate(cfg, str(tmp_path / "b"), tax).pairs == 1
+    sim = sc.Simulator()
+    for it in io.read_jsonl(str(tmp_path / "b" / "items.jsonl")):
+        p = sc.Params(**io.read_json(str(tmp_path / "b" / "scenarios" / f"{it['id']}.json"))["params"])
+        traj = sim.trajectory(p)
+        assert p.person_dir == 1.0 and it["person"] == "adult_entering"
+        if it["variant"] == "dangerous":
+            assert (traj["d"][traj["t"] > it["cutoff_s"]] < 0.01).any() and it["gt"]["min_dist_clip_m"] >= 0.3
+        else:
+            assert traj["d"].min() > 0.25
+        ids = io.read_arrays(str(tmp_path / "b" / it["sensors"]))["ids"]
+        assert (ids[-1] == sc.PERSON).sum() > 0

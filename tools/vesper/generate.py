@@ -147,13 +147,14 @@ def _draw(rng, tax, factor, person_kind) -> tuple[Params, Params]:
     start = t_cross - 3.0 / v
     x0 = -2.4
     xp = x0 + vr * t_cross + float(rng.uniform(0.0, 0.35))
+    way = 1.0 if spec.get("approach", "front") == "behind" else -1.0
     d = Params(robot_x0=x0, robot_speed=vr, robot_x_end=2.9, person_x=xp, person_speed=v, person_start_s=start,
-               person_stop_y=None, person_scale=float(spec["scale"]), horizon_s=10.0)  # fmt: skip
+               person_stop_y=None, person_scale=float(spec["scale"]), horizon_s=10.0, person_dir=way)  # fmt: skip
     if factor == "timing":
         late = max(0.0, (xp + 1.2 - x0) / vr + 0.8 / v - t_cross)
         s = replace(d, person_start_s=start + late + float(rng.uniform(0.2, 0.8)))
     elif factor == "stop_turn":
-        s = replace(d, person_stop_y=round(sc.BASE_HALF[1] + 0.8 + 0.15 * d.person_scale, 3))
+        s = replace(d, person_stop_y=-way * round(sc.BASE_HALF[1] + 0.8 + 0.15 * d.person_scale, 3))
     else:
         s = replace(d, person_x=float(d.robot_x(t_cross)) - sc.BASE_HALF[0] - 0.6 - 0.5)
     return d, s
@@ -168,6 +169,10 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
     """Simulate, label, filter and render cfg.pairs matched pairs into out_dir (staged: all or nothing)."""
     if cfg.renderer not in RENDERERS:
         raise UsageError(f"unknown renderer '{cfg.renderer}' (choose from {', '.join(RENDERERS)})")
+    behind = [name for name, spec in tax["persons"].items() if spec.get("approach") == "behind"]
+    if behind and cfg.renderer == "2d":
+        raise UsageError(f"person '{behind[0]}' (approach: behind) needs --renderer mujoco: the top-down 2d view "
+                         f"shows y >= {WINDOW[2]} m only, and this person walks in from y = -3 m")  # fmt: skip
     sim = sc.Simulator(cfg.width, cfg.height)
     clips_of = Clips(cfg, sim)
     try:

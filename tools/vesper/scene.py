@@ -41,6 +41,7 @@ class Params:
     person_stop_y: float | None
     person_scale: float
     horizon_s: float
+    person_dir: float = -1.0  # -1: walks along -y from y = 3 (far side); +1: along +y from y = -3 (camera side)
 
     def robot_x(self, t):
         return np.minimum(self.robot_x0 + self.robot_speed * np.asarray(t, dtype=float), self.robot_x_end)
@@ -50,16 +51,16 @@ class Params:
 
     def person_y(self, t):
         walked = self.person_speed * np.clip(np.asarray(t, dtype=float) - self.person_start_s, 0.0, None)
-        y = 3.0 - walked
+        y = -3.0 * self.person_dir + self.person_dir * walked
         if self.person_stop_y is not None:
-            y = np.maximum(y, self.person_stop_y)
+            y = np.maximum(y, self.person_stop_y) if self.person_dir < 0 else np.minimum(y, self.person_stop_y)
         return y
 
     def person_walking(self, t):
         t = np.asarray(t, dtype=float)
         walking = t >= self.person_start_s
         if self.person_stop_y is not None:
-            walking &= self.person_y(t) > self.person_stop_y + 1e-9
+            walking &= self.person_dir * (self.person_stop_y - self.person_y(t)) > 1e-9
         return walking
 
 
@@ -99,7 +100,7 @@ def person_segments(p: Params, t: float) -> list[tuple[np.ndarray, np.ndarray, f
                 sgn = -sgn  # opposite arm swing
             ang = sgn * swing
             length = np.linalg.norm(b - a)
-            b = a + length * np.array([0.0, -np.sin(ang), -np.cos(ang)])  # walking along -y
+            b = a + length * np.array([0.0, p.person_dir * np.sin(ang), -np.cos(ang)])  # leg forward along the walk
         origin = np.array([p.person_x, y, 0.0])
         out.append((a + origin, b + origin, r * k))
     return out
