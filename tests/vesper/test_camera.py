@@ -82,10 +82,10 @@ def test_generated_mujoco_clips_track_the_simulation(cam, tmp_path):
     from methodkit.tools.vesper import evaluate, taxonomy
     from methodkit.tools.vesper import generate as g
 
-    cfg = g.GenerateConfig(pairs=2, seed=1, width=W, height=H, fps=4, clip_s=2.0, video=False, recognition_frac=0,
+    cfg = g.GenerateConfig(pairs=1, seed=1, width=W, height=H, fps=4, clip_s=2.0, video=False, recognition_frac=0,
                            renderer="mujoco")  # fmt: skip
     result = g.generate(cfg, str(tmp_path / "b"), taxonomy.load())
-    assert result.pairs == 2
+    assert result.pairs == 1
     items, folder = evaluate.load_bench(str(tmp_path / "b"))
     for it in items:
         s = io.read_arrays(str(folder / it["sensors"]))
