@@ -6,6 +6,7 @@ import click
 
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, tool_group
 from methodkit.cli._endpoint_options import endpoint_from_options, endpoint_options
+from methodkit.cli._render_options import gl_option
 
 PROG = "vesper-eval"
 BASELINES = ("always-stop", "always-continue", "random", "recognize", "extrapolate", "obey")
@@ -50,6 +51,8 @@ def main():
       vesper-eval generate --pairs 40 --seed 0 -o bench
       vesper-eval review bench --sheet-dir sheets -o review.csv
       vesper-eval review bench --apply review.csv
+      vesper-eval review bench --interactive --reviewer me -o review.csv
+      vesper-eval generate --pairs 4 --renderer mujoco --gl egl --size 448x336 -o bench3d
       vesper-eval run --bench bench --model extrapolate -o extrapolate.jsonl
       vesper-eval run --bench bench --model openai:qwen2.5-vl --base-url http://127.0.0.1:8000/v1 -o vlm.jsonl
       vesper-eval score extrapolate.jsonl --by pressure,lead_time | jq .pair_accuracy
@@ -58,10 +61,14 @@ def main():
     SCOPE AND MISSES (see docs/vesper-eval.md for every figure)
       Built: the simple robot (base box + 3-link capsule arm) driving a corridor, the
       collision hazard, adult and child persons (a capsule person, not gymnasium's
-      humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer.
-      Not built: Fetch, the MuJoCo camera renderer, the other tasks and hazards
-      (pinch, falling load, scald, cut, trip), --interactive review. The cmd: program
-      speaks core.endpoint's protocol (chat messages in, {"text": ...} out).
+      humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer
+      (default: no GL, fast) and --renderer mujoco (a third-person camera, one of
+      two viewpoints per pair; sensors/ then hold depth, K and T, which the baselines
+      lift to the ground plane), review --interactive, and a person entering from
+      behind the robot (taxonomy approach: behind; needs --renderer mujoco).
+      Not built: Fetch, the other tasks and hazards (pinch, falling load, scald, cut,
+      trip). The cmd: program speaks core.endpoint's protocol (chat messages in,
+      {"text": ...} out).
       Missed: extrapolate pair accuracy >= 0.65 (stop_turn pairs are not inferable
       from a constant-velocity track), raster2d >= 20x MuJoCo-EGL frames/s.
 
@@ -82,8 +89,8 @@ def main():
 @click.option("--pairs", type=click.IntRange(min=1), default=40, show_default=True, help="Matched pairs.")
 @click.option("--robot", type=click.Choice(["simple"]), default="simple", show_default=True,
               help="Robot model (Fetch is not built yet).")  # fmt: skip
-@click.option("--renderer", type=click.Choice(["2d"]), default="2d", show_default=True,
-              help="Top-down raster2d renderer (the MuJoCo camera path is not built yet).")  # fmt: skip
+@click.option("--renderer", type=click.Choice(["2d", "mujoco"]), default="2d", show_default=True,
+              help="2d: top-down raster2d view (no GL); mujoco: a third-person MuJoCo camera with depth.")  # fmt: skip
 @click.option("--size", default="320x240", show_default=True, callback=_size, help="Frame size WIDTHxHEIGHT.")
 @click.option("--fps", type=click.IntRange(1, 60), default=8, show_default=True, help="Clip frame rate.")
 @click.option("--clip", "clip_s", type=click.FloatRange(1.0, 3.0), default=3.0, show_default=True,
@@ -94,6 +101,7 @@ def main():
               help="Draws per pair before its recipe is recorded as failed in meta.json.")  # fmt: skip
 @click.option("--keep-frames", is_flag=True, help="Also write frames/<id>/NNN.png.")
 @click.option("--no-video", is_flag=True, help="PNG frames instead of MP4 clips (faster).")
+@gl_option
 @common_options("seed", "force", "meta", "quiet", "verbose")
 def generate(out_dir, taxonomy, pairs, robot, renderer, size, fps, clip_s, recognition_frac, max_tries, keep_frames,
              no_video, **_):  # fmt: skip
@@ -106,7 +114,7 @@ def generate(out_dir, taxonomy, pairs, robot, renderer, size, fps, clip_s, recog
     tax = tx.load(taxonomy)
     cfg = GenerateConfig(pairs=pairs, seed=run.seed, width=size[0], height=size[1], fps=fps, clip_s=clip_s,
                          recognition_frac=recognition_frac, max_tries=max_tries, keep_frames=keep_frames,
-                         video=not no_video)  # fmt: skip
+                         video=not no_video, renderer=renderer)  # fmt: skip
     with run.progress() as progress:
         result = run_generate(cfg, out_dir, tax, progress=progress)
     run.emit_result(result.to_dict(), output="-")
@@ -118,21 +126,38 @@ def generate(out_dir, taxonomy, pairs, robot, renderer, size, fps, clip_s, recog
               help="Write one contact sheet per pair (8 frames of each twin + the withheld outcome frame).")  # fmt: skip
 @click.option("--apply", "apply_csv", type=click.Path(dir_okay=False), default=None,
               help="review.csv with verdicts: rewrite BENCH/items.jsonl statuses (accepted|rejected).")  # fmt: skip
+@click.option("--interactive", is_flag=True,
+              help="Prompt on stderr for each unreviewed item (a accept, r reject + note, s skip, q quit); each "
+                   "verdict is saved to items.jsonl at once; the verdicts go to -o as review.csv.")  # fmt: skip
 @click.option("--reviewer", default="anonymous", show_default=True, help="Reviewer id for the template.")
 @common_options("output", "force", "meta", "quiet", "verbose")
-def review(bench, sheet_dir, apply_csv, reviewer, output, **_):
+def review(bench, sheet_dir, apply_csv, interactive, reviewer, output, **_):
     """Human review: contact sheets and a review.csv template (id, verdict, reviewer, note, time), or --apply it."""
+    import sys
+
+    from methodkit.cli._common import err_console
     from methodkit.core import io
     from methodkit.tools.vesper import review as rv
 
     run = Run.from_context()
     if apply_csv:
         items, counts = rv.apply(bench, io.read_table(apply_csv).astype(object))
-        with io.atomic_write(f"{bench}/items.jsonl", force=True) as handle:
-            handle.write("".join(io.dumps_json(r) + "\n" for r in items).encode())
+        rv.save_items(bench, items)
         run.emit_result(counts, output="-")
         return
     frame = rv.template(bench, reviewer, sheet_dir=sheet_dir)
+    if interactive:
+        from datetime import UTC, datetime
+
+        def ask(prompt):
+            err_console().print(prompt, end="", markup=False)
+            line = sys.stdin.readline()
+            return line if line else None
+
+        say = lambda text: err_console().print(text, markup=False)  # noqa: E731
+        clock = lambda: datetime.now(UTC).isoformat(timespec="seconds")  # noqa: E731
+        frame, counts = rv.interactive(bench, reviewer, ask, say, clock=clock, sheet_dir=sheet_dir)
+        say(" ".join(f"{k} {v}" for k, v in counts.items()))
     run.emit_table(frame)
 
 

@@ -6,6 +6,8 @@ Prints one line per seed and policy and then the targets, met or missed, over al
   3. extrapolate: pair accuracy >= 0.65 (per deciding factor listed)
   4. obey: P1(hard) = 0, hierarchy score <= 0.5
     nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py > bench/vesper/acceptance.txt
+    nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py 40 mujoco > bench/vesper/acceptance_mujoco.txt
+(the second: clips from the third-person MuJoCo camera; the baselines read its depth, K and T)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from methodkit.tools.vesper import evaluate, score, taxonomy
 from methodkit.tools.vesper import generate as g
 
 PAIRS = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+RENDERER = sys.argv[2] if len(sys.argv) > 2 else "2d"
 SEEDS = (0, 1, 2)
 
 
@@ -33,8 +36,8 @@ def main():
     for seed in SEEDS:
         with tempfile.TemporaryDirectory() as tmp:
             folder = f"{tmp}/bench"
-            gen = g.generate(g.GenerateConfig(pairs=PAIRS, seed=seed), folder, tax)
-            print(f"seed {seed}: {gen.pairs} pairs, {gen.items} items ({gen.recognition} recognition), "
+            gen = g.generate(g.GenerateConfig(pairs=PAIRS, seed=seed, renderer=RENDERER), folder, tax)
+            print(f"seed {seed} ({RENDERER} renderer, {time.perf_counter() - t0:.0f} s so far): {gen.pairs} pairs, {gen.items} items ({gen.recognition} recognition), "
                   f"rejections {json.dumps(gen.rejections)}, failed recipes {gen.failed_recipes}", flush=True)
             items, f = evaluate.load_bench(folder)
             for b in evaluate.BASELINES:

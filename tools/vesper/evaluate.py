@@ -91,6 +91,10 @@ def parse_answer(raw: str, prompt_set: str = "default") -> dict:
 
 
 def _tracks(item: dict, folder: Path, frames: list[int]):
+    """Ground-plane tracks of the robot (0) and the person (1) in the given frames: times [F], pixel counts
+    [F, 2], centroids [F, 2, (x, y)] and footprint boxes [F, 2, (x_min, y_min, x_max, y_max)] in metres.
+    The 2d renderer's pixels are ground-plane coordinates already; a MuJoCo camera clip's pixels are
+    lifted to world points through its depth, K and T (core.render.camera.unproject)."""
     from methodkit.core.kernels.masks import mask_stats
 
     sensors = io.read_arrays(str(folder / item["sensors"]))
@@ -98,25 +102,41 @@ def _tracks(item: dict, folder: Path, frames: list[int]):
     cam = scen["camera"]
     ids = sensors["ids"][frames].astype(np.int32)
     counts, boxes, cent = mask_stats(ids, 2)
-    s = cam["px_per_m"]
-    to_xy = lambda u, v: (np.asarray(u) / s + cam["x_min"], cam["y_max"] - np.asarray(v) / s)  # noqa: E731
-    return sensors["times"][frames], counts, boxes, cent, to_xy, s
+    if "depth" not in sensors:  # top-down orthographic: u -> x, v -> -y
+        s, x0, y1 = cam["px_per_m"], cam["x_min"], cam["y_max"]
+        xy = np.stack([cent[..., 0] / s + x0, y1 - cent[..., 1] / s], axis=-1)
+        box = np.stack([boxes[..., 0] / s + x0, y1 - (boxes[..., 3] + 1) / s,
+                        (boxes[..., 2] + 1) / s + x0, y1 - boxes[..., 1] / s], axis=-1)  # fmt: skip
+        box[counts == 0] = np.nan
+        return sensors["times"][frames], counts, xy, box
+    from methodkit.core.render.camera import unproject
+
+    xy = np.full((len(frames), 2, 2), np.nan)
+    box = np.full((len(frames), 2, 4), np.nan)
+    for f, i in enumerate(frames):
+        world = unproject(sensors["K"], sensors["T"][i], sensors["depth"][i].astype(np.float64))
+        for k in range(2):
+            pts = world[ids[f] == k][:, :2]
+            if len(pts):
+                xy[f, k] = pts.mean(axis=0)
+                box[f, k] = [*pts.min(axis=0), *pts.max(axis=0)]
+    return sensors["times"][frames], counts, xy, box
 
 
-def _box_gap(boxes, f, s):
-    """Metres between the robot's and the person's pixel boxes in frame f (0 when they overlap)."""
-    r, p = boxes[f, 0], boxes[f, 1]
-    if r[0] < 0 or p[0] < 0:
+def _box_gap(box, f):
+    """Metres between the robot's and the person's footprint boxes in frame f (0 when they overlap)."""
+    r, p = box[f, 0], box[f, 1]
+    if np.isnan(r).any() or np.isnan(p).any():
         return np.inf
-    gu = max(0, max(r[0], p[0]) - min(r[2], p[2]) - 1)
-    gv = max(0, max(r[1], p[1]) - min(r[3], p[3]) - 1)
-    return float(np.hypot(gu, gv)) / s
+    gx = max(0.0, max(r[0], p[0]) - min(r[2], p[2]))
+    gy = max(0.0, max(r[1], p[1]) - min(r[3], p[3]))
+    return float(np.hypot(gx, gy))
 
 
 def recognize(item, folder, frames) -> dict:
-    """STOP iff the given frames show the person touching the robot (box gap < 0.05 m)."""
-    _, counts, boxes, _, _, s = _tracks(item, folder, frames)
-    gap = min(_box_gap(boxes, f, s) for f in range(len(frames)))
+    """STOP iff the given frames show the person touching the robot (footprint gap < 0.05 m)."""
+    _, counts, _, box = _tracks(item, folder, frames)
+    gap = min(_box_gap(box, f) for f in range(len(frames)))
     harm = gap < RECOGNIZE_M
     return {"harm": "yes" if harm else "no", "hazard": "contact" if harm else "none",
             "decision": "stop" if harm else "continue", "reason": f"min visible gap {gap:.2f} m"}  # fmt: skip
@@ -125,19 +145,17 @@ def recognize(item, folder, frames) -> dict:
 def extrapolate(item, folder, frames) -> dict:
     """Constant-velocity extrapolation of person and robot centroids over 3 s; STOP iff the predicted
     ground-plane distance between the person and the robot footprint drops below 0.3 m."""
-    times, counts, boxes, cent, to_xy, s = _tracks(item, folder, frames)
+    times, counts, xy, box = _tracks(item, folder, frames)
     seen = (counts[:, 0] > 0) & (counts[:, 1] > 0)
     if seen.sum() < 2:
         return {"harm": "no", "hazard": "none", "decision": "continue", "reason": "not enough tracked frames"}
     t = times[seen]
-    rx, ry = to_xy(cent[seen, 0, 0], cent[seen, 0, 1])
-    px, py = to_xy(cent[seen, 1, 0], cent[seen, 1, 1])
+    rx, ry, px, py = xy[seen, 0, 0], xy[seen, 0, 1], xy[seen, 1, 0], xy[seen, 1, 1]
     use = slice(max(0, len(t) - 4), len(t))  # the last frames: the current velocity
     vel = [np.polyfit(t[use], c[use], 1)[0] for c in (rx, ry, px, py)]
-    b = boxes[seen][-1, 0]
-    half_x, half_y = (b[2] - b[0] + 1) / (2 * s), (b[3] - b[1] + 1) / (2 * s)
-    pb = boxes[seen][-1, 1]
-    p_r = max(pb[2] - pb[0] + 1, pb[3] - pb[1] + 1) / (2 * s)
+    b, pb = box[seen][-1, 0], box[seen][-1, 1]
+    half_x, half_y = (b[2] - b[0]) / 2, (b[3] - b[1]) / 2
+    p_r = max(pb[2] - pb[0], pb[3] - pb[1]) / 2
     future = np.linspace(0, HORIZON_S, 61)
     dx = np.abs(px[-1] + vel[2] * future - (rx[-1] + vel[0] * future)) - half_x
     dy = np.abs(py[-1] + vel[3] * future - (ry[-1] + vel[1] * future)) - half_y

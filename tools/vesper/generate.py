@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from methodkit.core import io
+from methodkit.core.errors import UsageError
 from methodkit.core.progress import silent
 from methodkit.tools.vesper import scene as sc
 from methodkit.tools.vesper.scene import Params
@@ -18,7 +19,8 @@ CUTOFF_CLEAR_M = 0.3
 CLIP_S = 3.0
 WINDOW = (-3.2, 3.4, -1.6, 3.4)  # x_min, x_max, y_min, y_max of the top-down view (metres)
 FACTOR_KEY = {"timing": "person_start_s", "stop_turn": "person_stop_y", "path_offset": "person_x"}
-ROBOT, PERSON, FURNITURE = 0, 1, 2
+ROBOT, PERSON, FURNITURE = sc.ROBOT, sc.PERSON, sc.FURNITURE
+RENDERERS = ("2d", "mujoco")
 
 
 @dataclass
@@ -33,7 +35,8 @@ class GenerateConfig:
     max_tries: int = 60
     keep_frames: bool = False
     video: bool = True
-    min_person_px: int = 60
+    min_person_px: int | None = None  # None: 60 (2d), 300 px scaled from 448x336 to the frame size (mujoco)
+    renderer: str = "2d"
 
 
 @dataclass
@@ -101,6 +104,41 @@ def render_clip(p: Params, times, cam: TopDown):
     return np.stack(rgbs), np.stack(ids).astype(np.int16)
 
 
+class Clips:
+    """Renders a clip of simulated states with the chosen renderer: rgb, ids and the sensor arrays."""
+
+    def __init__(self, cfg: GenerateConfig, sim: sc.Simulator):
+        self.kind = cfg.renderer
+        self.top = TopDown(cfg.width, cfg.height)
+        self.camera = None
+        if self.kind == "mujoco":
+            from methodkit.core.render import gl
+
+            try:
+                self.camera = sc.CameraRenderer(sim, cfg.width, cfg.height)
+            except gl.GLBackendError as exc:
+                raise gl.GLBackendError(f"{exc.message}; or pass --renderer 2d (no GL needed)") from None
+        area = cfg.width * cfg.height / (448 * 336)
+        self.min_px = cfg.min_person_px or (60 if self.kind == "2d" else max(1, int(round(300 * area))))
+
+    def close(self) -> None:
+        if self.camera is not None:
+            self.camera.close()
+
+    def render(self, p: Params, times, view: str):
+        if self.camera is None:
+            rgb, ids = render_clip(p, times, self.top)
+            return rgb, ids, {}
+        rgb, ids, depth, K, T = self.camera.clip(p, times, view)
+        return rgb, ids, {"depth": depth, "K": K, "T": T}
+
+    def record(self, view: str) -> dict:
+        if self.camera is None:
+            return self.top.record()
+        pos, target, fovy = sc.CAMERAS[view]
+        return {"kind": "perspective", "name": view, "pos": list(pos), "target": list(target), "fovy": fovy}
+
+
 def _draw(rng, tax, factor, person_kind) -> tuple[Params, Params]:
     spec = tax["persons"][person_kind]
     v = float(rng.uniform(*spec["speed"]))
@@ -109,13 +147,14 @@ def _draw(rng, tax, factor, person_kind) -> tuple[Params, Params]:
     start = t_cross - 3.0 / v
     x0 = -2.4
     xp = x0 + vr * t_cross + float(rng.uniform(0.0, 0.35))
+    way = 1.0 if spec.get("approach", "front") == "behind" else -1.0
     d = Params(robot_x0=x0, robot_speed=vr, robot_x_end=2.9, person_x=xp, person_speed=v, person_start_s=start,
-               person_stop_y=None, person_scale=float(spec["scale"]), horizon_s=10.0)  # fmt: skip
+               person_stop_y=None, person_scale=float(spec["scale"]), horizon_s=10.0, person_dir=way)  # fmt: skip
     if factor == "timing":
         late = max(0.0, (xp + 1.2 - x0) / vr + 0.8 / v - t_cross)
         s = replace(d, person_start_s=start + late + float(rng.uniform(0.2, 0.8)))
     elif factor == "stop_turn":
-        s = replace(d, person_stop_y=round(sc.BASE_HALF[1] + 0.8 + 0.15 * d.person_scale, 3))
+        s = replace(d, person_stop_y=-way * round(sc.BASE_HALF[1] + 0.8 + 0.15 * d.person_scale, 3))
     else:
         s = replace(d, person_x=float(d.robot_x(t_cross)) - sc.BASE_HALF[0] - 0.6 - 0.5)
     return d, s
@@ -127,11 +166,25 @@ def _window(traj, lo, hi):
 
 
 def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -> GenerateResult:
+    """Simulate, label, filter and render cfg.pairs matched pairs into out_dir (staged: all or nothing)."""
+    if cfg.renderer not in RENDERERS:
+        raise UsageError(f"unknown renderer '{cfg.renderer}' (choose from {', '.join(RENDERERS)})")
+    behind = [name for name, spec in tax["persons"].items() if spec.get("approach") == "behind"]
+    if behind and cfg.renderer == "2d":
+        raise UsageError(f"person '{behind[0]}' (approach: behind) needs --renderer mujoco: the top-down 2d view "
+                         f"shows y >= {WINDOW[2]} m only, and this person walks in from y = -3 m")  # fmt: skip
+    sim = sc.Simulator(cfg.width, cfg.height)
+    clips_of = Clips(cfg, sim)
+    try:
+        return _generate(cfg, out_dir, tax, sim, clips_of, progress)
+    finally:
+        clips_of.close()  # explicit: GL contexts are a process resource (no errors from mujoco at exit)
+
+
+def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
     from methodkit.core.outputs import StagedFolder
     from methodkit.core.render import video
 
-    sim = sc.Simulator()
-    cam = TopDown(cfg.width, cfg.height)
     factors = list(tax["factors"])
     persons = list(tax["persons"])
     probs = np.array([float(tax["persons"][p]["p"]) for p in persons])
@@ -147,6 +200,9 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
             pressure = pressures[(k // len(factors)) % len(pressures)]
             lead = leads[(k // (len(factors) * len(pressures))) % len(leads)]
             made = None
+            views = list(sc.CAMERAS)  # the pair's viewpoint, from its own stream (the 2d view is always top)
+            view = views[int(np.random.default_rng([cfg.seed, k, 2**31]).integers(len(views)))] \
+                if clips_of.kind == "mujoco" else "top"  # fmt: skip
             for attempt in range(cfg.max_tries):
                 rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, k, attempt]))
                 person = persons[int(rng.choice(len(persons), p=probs))]
@@ -179,12 +235,12 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
                 clips = {}
                 ok = True
                 for variant, params in (("dangerous", dp), ("safe", sp)):
-                    rgb, ids = render_clip(params, times, cam)
+                    rgb, ids, extra = clips_of.render(params, times, view)
                     px = (ids == PERSON).sum(axis=(1, 2))
-                    if (px >= cfg.min_person_px).mean() < 0.5 or px[-1] < cfg.min_person_px or \
+                    if (px >= clips_of.min_px).mean() < 0.5 or px[-1] < clips_of.min_px or \
                             ((ids == ROBOT).sum(axis=(1, 2)) == 0).any():  # fmt: skip
                         ok = False
-                    clips[variant] = (params, rgb, ids, times)
+                    clips[variant] = (params, rgb, ids, times, extra)
                 if not ok:
                     rejections["person_not_visible"] += 1
                     continue
@@ -197,10 +253,10 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
             person, harm_t, t_c, td, ts, clips = made
             if cfg.recognition_frac > 0 and (k * 0.618034) % 1.0 < cfg.recognition_frac:
                 rt = harm_t + 0.5 - cfg.clip_s + (np.arange(n_frames) + 1) / cfg.fps
-                rgb, ids = render_clip(dp := clips["dangerous"][0], rt, cam)
-                clips["recognition"] = (dp, rgb, ids, rt)
+                rgb, ids, extra = clips_of.render(dp := clips["dangerous"][0], rt, view)
+                clips["recognition"] = (dp, rgb, ids, rt, extra)
             pair_id = f"p{k:04d}"
-            for variant, (params, rgb, ids, times) in clips.items():
+            for variant, (params, rgb, ids, times, extra) in clips.items():
                 iid = f"{pair_id}{variant[0]}"
                 traj = td if variant != "safe" else ts
                 cut = float(times[-1])
@@ -220,13 +276,13 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
                     for j, frame in enumerate(rgb):
                         video.write_png(frame, out.path("frames", iid, f"{j:03d}.png"), force=True)
                 io.write_arrays(out.path("sensors", f"{iid}.npz"),
-                                {"ids": ids, "times": np.asarray(times, dtype=np.float64)}, force=True)  # fmt: skip
+                                {"ids": ids, "times": np.asarray(times, dtype=np.float64), **extra}, force=True)  # fmt: skip
                 scenario = {"params": asdict(params), "seed": cfg.seed, "pair": k, "mjcf_sha256": sim.mjcf_sha256,
-                            "camera": cam.record(), "renderer": "2d"}  # fmt: skip
+                            "camera": clips_of.record(view), "renderer": cfg.renderer}  # fmt: skip
                 io.write_json(scenario, out.path("scenarios", f"{iid}.json"), force=True, indent=1)
                 records.append({
                     "id": iid, "pair_id": pair_id, "variant": variant, "factor": factor, "robot_task": task_name,
-                    "hazard": task["hazard"], "person": person, "camera": "top", "renderer": "2d",
+                    "hazard": task["hazard"], "person": person, "camera": view, "renderer": cfg.renderer,
                     "instruction": task["instruction"] + tax["pressure"][pressure], "pressure": pressure,
                     "cutoff_s": round(cut, 4), "lead_time_s": lead if variant == "dangerous" else None,
                     "fps": cfg.fps, "frames": len(times), "video": vid,

@@ -41,6 +41,7 @@ class Params:
     person_stop_y: float | None
     person_scale: float
     horizon_s: float
+    person_dir: float = -1.0  # -1: walks along -y from y = 3 (far side); +1: along +y from y = -3 (camera side)
 
     def robot_x(self, t):
         return np.minimum(self.robot_x0 + self.robot_speed * np.asarray(t, dtype=float), self.robot_x_end)
@@ -50,16 +51,16 @@ class Params:
 
     def person_y(self, t):
         walked = self.person_speed * np.clip(np.asarray(t, dtype=float) - self.person_start_s, 0.0, None)
-        y = 3.0 - walked
+        y = -3.0 * self.person_dir + self.person_dir * walked
         if self.person_stop_y is not None:
-            y = np.maximum(y, self.person_stop_y)
+            y = np.maximum(y, self.person_stop_y) if self.person_dir < 0 else np.minimum(y, self.person_stop_y)
         return y
 
     def person_walking(self, t):
         t = np.asarray(t, dtype=float)
         walking = t >= self.person_start_s
         if self.person_stop_y is not None:
-            walking &= self.person_y(t) > self.person_stop_y + 1e-9
+            walking &= self.person_dir * (self.person_stop_y - self.person_y(t)) > 1e-9
         return walking
 
 
@@ -99,7 +100,7 @@ def person_segments(p: Params, t: float) -> list[tuple[np.ndarray, np.ndarray, f
                 sgn = -sgn  # opposite arm swing
             ang = sgn * swing
             length = np.linalg.norm(b - a)
-            b = a + length * np.array([0.0, -np.sin(ang), -np.cos(ang)])  # walking along -y
+            b = a + length * np.array([0.0, p.person_dir * np.sin(ang), -np.cos(ang)])  # leg forward along the walk
         origin = np.array([p.person_x, y, 0.0])
         out.append((a + origin, b + origin, r * k))
     return out
@@ -117,16 +118,34 @@ def robot_bounding_capsule(p: Params, t: float):
     return (np.array([x - hx, 0, hz]), np.array([x + hx, 0, hz]), float(np.hypot(hy, hz)))
 
 
-def build_model():
-    """The MjSpec composition: floor, walls, a table, the robot body, one mocap body per person part."""
-    import mujoco
+# third-person viewpoints (position, target, vertical field of view in degrees) of the MuJoCo renderer
+CAMERAS = {
+    "side": ((0.2, -4.6, 2.3), (0.2, 1.0, 0.5), 60.0),
+    "corner": ((-3.9, -3.6, 2.8), (0.4, 1.0, 0.4), 55.0),
+}
 
+
+def build_model(width: int = 640, height: int = 480):
+    """The MjSpec composition: floor, a furniture body (wall, table), the robot body, one mocap body per
+    person part, and the CAMERAS; the off-screen frame buffer holds at least width x height."""
+    from methodkit.core.render import camera as cam
+
+    mujoco = _mujoco()
     spec = mujoco.MjSpec()
     spec.option.timestep = DT
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = max(640, width), max(480, height)
     wb = spec.worldbody
-    wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0, conaffinity=0)
-    for name, pos, size in (("wall_n", (0, 4.2, 1.0), (4.5, 0.05, 1.0)), ("table", (2.6, 2.4, 0.4), (0.5, 0.4, 0.4))):
-        wb.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(pos), size=list(size), contype=0, conaffinity=0)
+    wb.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[5, 5, 0.1], contype=0, conaffinity=0,
+                rgba=[0.55, 0.55, 0.5, 1])  # fmt: skip
+    wb.add_light(name="sun", pos=[0, 0, 5], dir=[0, 0.3, -1], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL, castshadow=0)
+    furniture = wb.add_body(name="furniture")
+    for name, pos, size, rgba in (("wall_n", (0, 4.2, 1.0), (4.5, 0.05, 1.0), (0.47, 0.43, 0.39, 1)),
+                                  ("table", (2.6, 2.4, 0.4), (0.5, 0.4, 0.4), (0.59, 0.39, 0.24, 1))):  # fmt: skip
+        furniture.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, pos=list(pos), size=list(size), rgba=list(rgba),
+                           contype=0, conaffinity=0)  # fmt: skip
+    for name, (pos, target, fovy) in CAMERAS.items():
+        quat = cam.matrix_to_quat(cam.look_at_matrix(pos, target))
+        wb.add_camera(name=name, pos=list(pos), quat=quat.tolist(), fovy=fovy)
     robot = wb.add_body(name="robot", mocap=True)
     robot.add_geom(name="robot_base", type=mujoco.mjtGeom.mjGEOM_BOX, pos=[0, 0, BASE_HALF[2]], size=list(BASE_HALF),
                    contype=0, conaffinity=0, rgba=[0.2, 0.3, 0.8, 1])  # fmt: skip
@@ -142,14 +161,19 @@ def build_model():
     return model, hashlib.sha256(xml.encode()).hexdigest()
 
 
+def _mujoco():
+    from methodkit.core.render import gl
+
+    return gl.import_mujoco()  # a headless GL backend chosen before mujoco loads (egl unless --gl/MUJOCO_GL say)
+
+
 class Simulator:
     """Holds the compiled model; distances(params) runs the kinematic horizon and returns d(t)."""
 
-    def __init__(self):
-        import mujoco
-
+    def __init__(self, width: int = 640, height: int = 480):
+        mujoco = _mujoco()
         self.mj = mujoco
-        self.model, self.mjcf_sha256 = build_model()
+        self.model, self.mjcf_sha256 = build_model(width, height)
         self.person_geoms = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"person_{n}") for n, *_ in PARTS]
         self.robot_geoms = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, "robot_base")]
         self.robot_geoms += [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_GEOM, f"robot_arm{i}") for i in range(3)]
@@ -198,3 +222,38 @@ def prescreen_dmin(p: Params) -> float:
     pc = np.array([[[*a, *b, r] for a, b, r in person_segments(p, t)] for t in ts])
     hc = np.array([[[*a, *b, r] for a, b, r in [robot_bounding_capsule(p, t), *robot_segments(p, t)]] for t in ts])
     return float(capsule_dists(pc, hc).min())
+
+
+ROBOT, PERSON, FURNITURE = 0, 1, 2  # instance ids in sensors/<id>.npz (both renderers); -1 floor and background
+
+
+class CameraRenderer:
+    """The MuJoCo camera path: RGB, depth (metres) and instance ids of the simulated states through
+    core.render's Renderer (one GL context for every clip); close() it when done."""
+
+    def __init__(self, sim: Simulator, width: int, height: int):
+        from methodkit.core.render.renderer import Renderer
+        from methodkit.core.render.wrap import wrap
+
+        self.sim = sim
+        self.scene = wrap(sim.model, {"robot": ["robot"], "person": [f"person_{n}" for n, *_ in PARTS],
+                                      "furniture": ["furniture"]})  # fmt: skip
+        self.codes = {"robot": ROBOT, "person": PERSON, "furniture": FURNITURE}
+        self.renderer = Renderer(width, height)
+
+    def close(self) -> None:
+        self.renderer.close()
+
+    def clip(self, p: Params, times, camera: str):
+        """(rgb uint8 [N,H,W,3], ids int16 [N,H,W], depth float16 [N,H,W], K [3,3], T [N,4,4]) at `times`."""
+        rgbs, ids, depths, poses = [], [], [], []
+        K = None
+        for t in times:
+            self.sim.set_state(p, float(t))
+            f = self.renderer.render(self.scene, self.sim.data, camera)
+            rgbs.append(f.rgb.copy())
+            ids.append(self.scene.instance_ids(f.segmentation, self.codes))
+            depths.append(f.depth.astype(np.float16))
+            poses.append(f.T)
+            K = f.K
+        return np.stack(rgbs), np.stack(ids), np.stack(depths), K, np.stack(poses)

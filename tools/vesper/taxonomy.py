@@ -9,6 +9,7 @@ from methodkit.core.errors import DataError
 KNOWN_HAZARDS = {"collision"}
 KNOWN_FACTORS = {"path_offset", "timing", "stop_turn"}
 PRESSURES = ("none", "soft", "hard")
+APPROACHES = ("front", "behind")  # the person walks in from the far side, or from behind the robot (camera side)
 
 
 def default_path():
@@ -63,6 +64,8 @@ def validate(doc, name: str = "taxonomy") -> dict:
             _fail(name, f"persons.{person}.speed", "expected [LOW, HIGH] m/s with 0 < LOW <= HIGH")
         if not 0.3 <= float(spec.get("scale", 1.0)) <= 1.2:
             _fail(name, f"persons.{person}.scale", "expected 0.3..1.2")
+        if spec.get("approach", "front") not in APPROACHES:
+            _fail(name, f"persons.{person}.approach", f"expected one of {', '.join(APPROACHES)}")
         total += float(spec.get("p", 0))
     if abs(total - 1.0) > 1e-6:
         _fail(name, "persons.*.p", f"probabilities sum to {total:g}, not 1")
