@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from methodkit.core.errors import DataError
+from methodkit.core.render.gl import import_mujoco
 
 ARRAY_KEYS = ("observations", "actions", "rewards", "next_observations", "terminals", "timeouts", "traj_id",
               "contributor", "style_on", "traj_split")  # fmt: skip
@@ -141,7 +142,9 @@ def _quiet_mujoco() -> None:
     gymnasium's XML files use the deprecated 'settotalmass', which is dropped."""
     import warnings
 
-    import mujoco
+    # MuJoCo fixes its GL backend when first imported; going through core.render.gl keeps it the
+    # headless one every other MuJoCo tool in the process expects (a bare import would leave glfw).
+    mujoco = import_mujoco()
 
     def handler(message: str) -> None:
         if "settotalmass" not in message:
@@ -229,7 +232,8 @@ def _rollout_chunks(env, policy, n_chunks, chunk, episode, noise, style, seed, p
 def collect(spec: Spec, seed: int = 0, progress=None) -> dict:
     """Roll out every contributor's chunks and return the data set's arrays (meta included)."""
     import gymnasium
-    import mujoco
+
+    mujoco = import_mujoco()
 
     progress = progress or (lambda *a: None)
     env = make_env(spec.env)
