@@ -44,7 +44,7 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite training loss)
+      1  failure while running (a non-finite training loss; the planner's after one retry)
       2  bad usage or bad input (schema errors, embedding rows, leakage, budget out of range)
       130  interrupted
     """
@@ -187,7 +187,7 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite training loss)
+      1  failure while running (a planner's loss non-finite again after one retry)
       2  bad usage or bad input (budget or clusters out of range, embeddings not matching the
          scenes, val/test leakage without --allow-overlap)
       130  interrupted
