@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from methodkit.cli._common import OutputPath, Run
+from methodkit.cli._common import OutputPath, Run, warn
 
 METHODS = ("autoscale", "vanilla", "real-only", "all-synth", "domain-cls", "knn-real", "doremi", "regmix")
 
@@ -48,6 +48,20 @@ def synthetic_backend(f):
 def out_dir(help_text: str, required: bool = True):
     return click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), required=required,
                         metavar="DIR", help=help_text)  # fmt: skip
+
+
+NO_FAISS = (
+    "faiss is not installed: exact NumPy search and k-means instead (same top-k, slower on large pools); "
+    "pip install 'methodkit[autoscale]'"
+)
+
+
+def warn_if_no_faiss(run: Run) -> None:
+    """The one warning line for the NumPy fallback of tools/autoscale/search.py (called once its inputs are read)."""
+    from methodkit.tools.autoscale import search
+
+    if not search.have_faiss():
+        warn(run.tool.split()[0], NO_FAISS)
 
 
 def write_files(run: Run, folder, files: dict) -> None:

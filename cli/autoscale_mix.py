@@ -6,7 +6,7 @@ import click
 
 from methodkit.cli._autoscale_options import log as _log
 from methodkit.cli._autoscale_options import out_dir as _out_dir
-from methodkit.cli._autoscale_options import planner_options, synthetic_backend
+from methodkit.cli._autoscale_options import planner_options, synthetic_backend, warn_if_no_faiss
 from methodkit.cli._autoscale_options import write_files as _write_files
 from methodkit.cli._common import DemoStep, OutputPath, Run, common_options, tool_group
 
@@ -44,7 +44,7 @@ def main():
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite training loss)
+      1  failure while running (a non-finite training loss; the planner's after one retry)
       2  bad usage or bad input (schema errors, embedding rows, leakage, budget out of range)
       130  interrupted
     """
@@ -150,6 +150,7 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
         run.claim_outputs(f"{pools_dir}/{data.EMB}", f"{pools_dir}/{data.RAE}")
     arrays, metas = data.read_folder(pools_dir)
     cfg = graphrae.RAEConfig(epochs=epochs, batch_size=batch_size, lr=lr, dim=dim)
+    warn_if_no_faiss(run)
     with run.progress() as cb:
         result, model, emb = embedding.run(arrays, metas, cfg, run.seed, clusters=clusters, progress=cb)
     _write_files(run, out_dir, {
@@ -186,7 +187,7 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite training loss)
+      1  failure while running (a planner's loss non-finite again after one retry)
       2  bad usage or bad input (budget or clusters out of range, embeddings not matching the
          scenes, val/test leakage without --allow-overlap)
       130  interrupted
@@ -202,6 +203,7 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     if not allow_overlap:
         data.check_leakage(arrays)
     emb = data.read_embeddings(pools_dir, arrays, emb_path)
+    warn_if_no_faiss(run)
     with run.progress() as cb:
         result, files = runner.run(arrays, metas, emb, cfg, run.seed, progress=cb, log=lambda m: _log(run, m),
                                    ckpt_dir=out_dir, resume=resume)  # fmt: skip

@@ -115,10 +115,10 @@ def score_set(model, pools: Pools, pool: str, cfg: LoopConfig) -> tuple[dict, np
 
 
 def _train_eval(pools: Pools, sel: np.ndarray, cfg: LoopConfig, seed: int, weights=None, snapshots=0, progress=None,
-                steps: int | None = None, init_state=None):  # fmt: skip
+                steps: int | None = None, init_state=None, log=None):  # fmt: skip
     pc = cfg.planner if steps is None else P.PlannerConfig(**{**asdict(cfg.planner), "steps": steps})
     data = P.TrainData(pools.x("real"), pools.y("real"), pools.x("synth")[sel], pools.y("synth")[sel], weights)
-    model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress, init_state=init_state)
+    model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress, init_state=init_state, log=log)
     val_sum, val_s = score_set(model, pools, "val", cfg)
     return model, states, val_sum, val_s
 
@@ -204,7 +204,7 @@ def run(pools: Pools, cfg: LoopConfig, seed: int, progress=None, log=None, ckpt_
             weights = w[syn_c[sel]] / np.maximum(counts[syn_c[sel]], 1)
         model, states, val_sum, val_s = _train_eval(
             pools, sel, cfg, seed, weights=weights, snapshots=cfg.ga_checkpoints if cfg.method == "autoscale" else 0,
-            progress=progress, init_state=last_state if cfg.warm_start else None,
+            progress=progress, init_state=last_state if cfg.warm_start else None, log=log,
         )  # fmt: skip
         last_state = {k_: v.detach().clone() for k_, v in model.state_dict().items()}
         j = feedback_of(val_sum)

@@ -9,7 +9,7 @@ replaying their recorded futures, scored by the PDM scorer (precomputed per cand
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -52,9 +52,32 @@ class TrainData:
     syn_w: np.ndarray | None = None  # per-sample weights (reweight); None: uniform resampling
 
 
-def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, progress=None, init_state=None):
+def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, progress=None, init_state=None,
+          log=None):  # fmt: skip
     """Train a planner; returns (model, states): `snapshots` copies of its weights spread over the run.
-    `init_state` (a state dict) starts from those weights instead of the seeded init (--warm-start)."""
+    `init_state` (a state dict) starts from those weights instead of the seeded init (--warm-start).
+    A non-finite loss restores the weights the training started from (the seeded init, or `init_state`)
+    and retries once at half the learning rate (logged); a second one raises RunFailure (exit 1)."""
+    try:
+        return _train_once(data, cfg, seed, snapshots, progress, init_state)
+    except RunFailure as first:
+        retry = replace(cfg, lr=cfg.lr / 2)
+        if log is not None:
+            log(f"planner: {_what(first)}; restarting from the starting weights once at lr {retry.lr:g}")
+        try:
+            return _train_once(data, retry, seed, snapshots, progress, init_state)
+        except RunFailure as second:
+            raise RunFailure(
+                f"planner training: {_what(first)} at lr {cfg.lr:g}, and again after restarting from the starting "
+                f"weights at lr {retry.lr:g} ({_what(second)}); the selected scenes' features may be damaged"
+            ) from second
+
+
+def _what(exc: RunFailure) -> str:
+    return str(exc).split(";")[0]  # core.train's "non-finite loss (nan) at step N", without its advice
+
+
+def _train_once(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int, progress, init_state):
     import torch
 
     from methodkit.core import train as core_train
@@ -97,11 +120,8 @@ def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, pr
         steps=cfg.steps, batch_size=n_real_b, lr=cfg.lr, weight_decay=cfg.weight_decay, seed=seed,
         log_every=every, warmup=min(100, cfg.steps // 10),
     )  # fmt: skip
-    try:
-        core_train.train(model, loss_fn, len(ry), tc, evaluate=keep if snapshots else None,
-                         progress=progress or core_train.silent)  # fmt: skip
-    except RunFailure:
-        raise
+    core_train.train(model, loss_fn, len(ry), tc, evaluate=keep if snapshots else None,
+                     progress=progress or core_train.silent)  # fmt: skip
     return model, states[-snapshots:] if snapshots else []
 
 
