@@ -199,7 +199,7 @@ def eval_cmd(input, suite, routes_out, fail_below, backend, **_):
 
     --backend highway-env drives the same greedy policy on the same routes in highway-env
     itself (its traffic; this simulator's observation and plan controller; the same metrics),
-    one route at a time and about 100x slower: compare its JSON with the numba one for parity.
+    one route at a time and about 10x slower: compare its JSON with the numba one for parity.
     Needs methodkit[craft].
     """
     import pandas as pd
