@@ -25,10 +25,10 @@ def _routes(run: Run, value: str, flag: str = "--suite"):
     return suites.resolve(value, run.input_bytes, flag)
 
 
-def _backend(name: str):
+def _backend(name: str, verb: str):
     from methodkit.tools.craft import suites
 
-    suites.check_backend(name)
+    suites.check_backend(name, verb)
 
 
 def _policy(path: str):
@@ -63,9 +63,9 @@ def main():
     EXIT STATUS
       0  success
       1  failure while running (fine-tuning diverged twice)
-      2  bad usage or bad input (suite route invalid, existing output without --force)
-      3  policy or demos made for another vocabulary or observation layout; --fail-below not met;
-         --backend highway-env asked for
+      2  bad usage or bad input (suite route invalid, existing output without --force, --backend
+         highway-env without the package (the pip command is printed) or outside eval)
+      3  policy or demos made for another vocabulary or observation layout; --fail-below not met
       130  interrupted (fine-tuning keeps its checkpoint: rerun with --resume)
     """
 
@@ -88,7 +88,7 @@ def demos_cmd(input, suite, backend, output, **_):
     run = Run.from_context()
     if input not in (None, "-") and suite:
         raise UsageError("give a suite file (INPUT) or --suite NAME, not both")
-    _backend(backend)
+    _backend(backend, "demos")
     run.threads()
     routes = _routes(run, suite or input or "-")
     if not output or output == "-":
@@ -164,7 +164,7 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
     if resume and not run_dir:
         raise UsageError("--resume needs --run-dir")
     cfg = finetune.config_from_options(o, seed)
-    _backend(backend)
+    _backend(backend, "finetune")
     run.threads()
     torch.set_num_threads(1)  # small networks: more threads only add overhead
     arch = sidecar["config"]["arch"]
@@ -195,7 +195,13 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
 @opt.backend_option
 @common_options("threads", "force", "meta", "quiet", "verbose")
 def eval_cmd(input, suite, routes_out, fail_below, backend, **_):
-    """Closed-loop benchmark of a policy (INPUT): DS, RC, SR, infractions, efficiency, comfort, per family."""
+    """Closed-loop benchmark of a policy (INPUT): DS, RC, SR, infractions, efficiency, comfort, per family.
+
+    --backend highway-env drives the same greedy policy on the same routes in highway-env
+    itself (its traffic; this simulator's observation and plan controller; the same metrics),
+    one route at a time and about 10x slower: compare its JSON with the numba one for parity.
+    Needs methodkit[craft].
+    """
     import pandas as pd
     import torch
 
@@ -203,12 +209,13 @@ def eval_cmd(input, suite, routes_out, fail_below, backend, **_):
     from methodkit.tools.craft import evaluate
 
     run = Run.from_context()
-    _backend(backend)
+    _backend(backend, "eval")
     run.threads()
     torch.set_num_threads(1)  # small networks: more threads only add overhead
     model, _ = _policy(input)
     routes = _routes(run, suite)
-    out = evaluate.run(model, routes)
+    with run.progress() as callback:
+        out = evaluate.run(model, routes, backend=backend, progress=callback)
     if routes_out:
         run.emit_table(pd.DataFrame(out["rows"]), routes_out)
     run.emit_result(out["summary"], "-")

@@ -68,22 +68,11 @@ def run(
     model, scenes, ids, families, *, sample: bool, generator=None, keep: bool = True, comfort: bool = True
 ) -> Episodes:
     """Drive `model` closed loop over `scenes` (one batch); sample=False takes the argmax."""
-    import torch
-
     state = pack(scenes)
     rec: dict[str, list] = {k: [] for k in ("obs", "probs", "action", "env", "frame", "plans", "move", "route", "near")}
 
     def policy_fn(sim, running):
-        ego, near = sim.observe()
-        from methodkit.tools.craft.policy import flat_obs
-
-        obs = flat_obs(ego[running], near[running])
-        with torch.no_grad():
-            probs = torch.softmax(model(torch.from_numpy(obs)).double(), dim=-1)
-        if sample:
-            action = torch.multinomial(probs, 1, generator=generator)[:, 0].numpy()
-        else:
-            action = probs.argmax(dim=-1).numpy()
+        obs, probs, action = choose(model, sim, running, sample, generator)
         if keep:
             lane, _ = vocab.targets(state, running)
             cur = state.lanes[running, K.CUR, 0].astype(np.int64)
@@ -93,7 +82,7 @@ def run(
             rec["env"].append(running.copy())
             rec["frame"].append(state.env_i[running, K.STEPS].copy())
             rec["move"].append(lane - cur[:, None])
-            rec["route"].append(np.rint(ego[running, 4] * 2.0).astype(np.int64))
+            rec["route"].append(np.rint(obs[:, 4].astype(np.float64) * 2.0).astype(np.int64))
             rec["plans"].append(np.stack([vocab.plans(state, b, FRAME_S) for b in running]))
             rec["near"].append(_nearest_agents(state, running))
         return action
@@ -106,14 +95,37 @@ def run(
         record["events"] = np.array(record["events"], dtype=np.int64).reshape(-1, 3)
         m = sim_suite.exit_route_metrics(record, comfort=comfort)
         metrics_list.append(m)
-        rows.append({"route": ids[b], "family": families[b], "rc": m.rc, "penalty": m.penalty, "ds": m.ds,
-                     "success": m.success, "efficiency": m.efficiency, "comfort": m.comfort, "ended_by": m.ended_by,
-                     **{f"n_{k}": v for k, v in m.infractions.items()}})  # fmt: skip
+        rows.append(route_row(ids[b], families[b], m))
     from methodkit.core.sim.highway import metrics
 
     summary = metrics.summarize(metrics_list)
     decisions = _decisions(rec, out, state, records, families) if keep else None
     return Episodes(decisions, rows, summary)
+
+
+def choose(model, sim, running, sample: bool = False, generator=None):
+    """(obs [E, 53], probs [E, 16], action [E]) of `model` on the running environments of `sim`:
+    sampled from pi, or its argmax (the greedy policy of `eval`, on either backend)."""
+    import torch
+
+    from methodkit.tools.craft.policy import flat_obs
+
+    ego, near = sim.observe()
+    obs = flat_obs(ego[running], near[running])
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.from_numpy(obs)).double(), dim=-1)
+    if sample:
+        action = torch.multinomial(probs, 1, generator=generator)[:, 0].numpy()
+    else:
+        action = probs.argmax(dim=-1).numpy()
+    return obs, probs, action
+
+
+def route_row(route_id: str, family: str, m) -> dict:
+    """One route's metrics row (routes CSV) from its RouteMetrics."""
+    return {"route": route_id, "family": family, "rc": m.rc, "penalty": m.penalty, "ds": m.ds,
+            "success": m.success, "efficiency": m.efficiency, "comfort": m.comfort, "ended_by": m.ended_by,
+            **{f"n_{k}": v for k, v in m.infractions.items()}}  # fmt: skip
 
 
 def _nearest_agents(state, running) -> np.ndarray:

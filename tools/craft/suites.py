@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from methodkit.core.errors import CheckFailed, DataError, UsageError
+from methodkit.core.errors import DataError, UsageError
 
 FAMILIES = ("cruise-dense", "merge", "lane-drop", "exit", "cut-in", "stopped-vehicle")
 ROUTE_LENGTH = 600.0  # m (the issue's 1.2 km halved: CPU budget)
@@ -95,7 +95,6 @@ def fingerprint(routes: list[dict]) -> str:
     return spec_hash({"routes": routes})
 
 
-
 def resolve(value: str, read_input, flag: str = "--suite") -> list[dict]:
     """The routes a --suite value names: a built-in suite, or a suite JSON file (`-` is stdin) read
     through `read_input(path)` (the command's input reader, so the file is named in errors)."""
@@ -109,15 +108,16 @@ def resolve(value: str, read_input, flag: str = "--suite") -> list[dict]:
     raise UsageError(f"{flag} {value!r}: not a built-in suite ({', '.join(BUILTIN)}) nor a .json file")
 
 
-def check_backend(name: str) -> None:
-    """Only the Numba simulator can run counterfactual groups; say why highway-env cannot (exit 3)."""
+def check_backend(name: str, verb: str = "eval") -> None:
+    """highway-env is `eval`'s parity backend: without the package, exit 2 with the pip command; for
+    `demos` (the privileged expert) and `finetune` (counterfactual groups) only the Numba simulator works."""
     if name != "highway-env":
         return
-    import importlib.util
+    from methodkit.core.errors import require
 
-    if importlib.util.find_spec("highway_env") is None:
-        raise CheckFailed("--backend highway-env needs the highway-env package: pip install highway-env")
-    raise CheckFailed(
-        "--backend highway-env: highway-env cannot run the vocabulary policy's counterfactual groups "
-        "(no snapshot of its road); it is the parity reference of `methodkit-sim rollout --backend highway-env`"
-    )
+    require("highway_env", "craft")
+    if verb != "eval":
+        raise UsageError(
+            f"{verb} --backend highway-env: highway-env has no privileged expert and no snapshot of its road for "
+            "the counterfactual groups; it is the parity backend of `craft-finetune eval --backend highway-env`"
+        )
