@@ -64,6 +64,7 @@ def main(path: str) -> int:
             f"{100 * m['book', 'exact_state']:.1f}% / {100 * m['random', 'exact_state']:.1f}% | {m['book', 'train_cpu_s']:.1f}"
         )
     settings = sorted({(k[0], k[1]) for k in runs}, key=lambda s: (s[0], int(s[1][1:])))
+    relative: dict[tuple, dict[str, float]] = defaultdict(dict)  # (plies, size) -> split -> spread / mean CE
     for plies, size in settings:
         base = (plies, size, "transformer", 400)
         tr_ce, tr_acc = per_seed(base, "random", "loss"), per_seed(base, "random", "label_acc")
@@ -107,6 +108,8 @@ def main(path: str) -> int:
                     sds.append(sd(v))
             noise = statistics.mean(sds) if sds else float("nan")
             spread = max(means.values()) - min(means.values())
+            if len(means) == len(FAMILIES):
+                relative[plies, size][split] = spread / statistics.mean(means.values())
             diff = means.get("transformer", float("nan")) - means.get("slice", float("nan"))
             print(
                 f"C2 {split}: CE spread over {len(means)} families {spread:.3f} ({spread / noise:.1f} sd), "
@@ -125,6 +128,17 @@ def main(path: str) -> int:
             each = ", ".join(f"{w[s]:.3f}/{s_[s]:.3f}" for s in common)
             verdict = "MET" if 3 * wins >= 2 * len(common) else "MISSED"
             print(f"C3 {weak} vs {strong} random CE ({each}): weaker loses in {wins}/{len(common)} seeds -> {verdict}")
+    done = [s for s in settings if len(relative[s]) == 2]
+    for small, large in zip(done, done[1:]):
+        if small[0] != large[0]:
+            continue
+        rs, rl = relative[small], relative[large]
+        ok = rl["random"] > rl["book"] and rl["random"] / rs["random"] > rl["book"] / rs["book"]
+        print(
+            f"\nC2 {small[1]} -> {large[1]} at {small[0]} plies, spread / mean CE: book {rs['book']:.2f} -> {rl['book']:.2f}, "
+            f"random {rs['random']:.2f} -> {rl['random']:.2f} (random the more discriminative at the larger size, and "
+            f"losing less of it) -> {'MET' if ok else 'MISSED'}"
+        )
     return 0
 
 
