@@ -7,8 +7,9 @@ Prints one table of means per (plies, size, arch, steps), then:
   C1  recurrent vs Transformer at matched parameters (400 steps each): random CE ratio and label
       accuracy difference per seed and on the means; A1 (ratio <= 0.90 and >= +1 point) and A2
       (the Transformer's random-book CE gap larger than GDN's)
-  C2  the random split as size grows: per split, the spread of the families' mean CE (max - min) and
-      the Transformer - SLiCE difference, each in units of the mean seed-to-seed sd of one family
+  C2  the random split as size grows: per split, the spread of the families' mean CE and label accuracy
+      (max - min), in units of the mean seed-to-seed sd of one family and relative to the mean CE;
+      across sizes, MET when the random split's spread grows and exceeds the book split's (CE and accuracy)
   C3  weaker transitions lose on random: gdn-pos vs gdn, slice-diag vs slice, random CE per seed
 """
 
@@ -64,7 +65,7 @@ def main(path: str) -> int:
             f"{100 * m['book', 'exact_state']:.1f}% / {100 * m['random', 'exact_state']:.1f}% | {m['book', 'train_cpu_s']:.1f}"
         )
     settings = sorted({(k[0], k[1]) for k in runs}, key=lambda s: (s[0], int(s[1][1:])))
-    relative: dict[tuple, dict[str, float]] = defaultdict(dict)  # (plies, size) -> split -> spread / mean CE
+    spreads: dict[tuple, dict[str, tuple]] = defaultdict(dict)  # (plies, size) -> split -> (CE, acc, CE / mean)
     for plies, size in settings:
         base = (plies, size, "transformer", 400)
         tr_ce, tr_acc = per_seed(base, "random", "loss"), per_seed(base, "random", "label_acc")
@@ -87,6 +88,14 @@ def main(path: str) -> int:
             print(
                 f"C1 A1 {arch}: random CE {ratio:.3f}x the Transformer's, acc {100 * dacc:+.1f} pt (seeds: {each}); {seeds_ok}/{len(common)} seeds -> {verdict}"
             )
+        long_ce = per_seed((plies, size, "transformer", 600), "random", "loss")
+        sl_ce = per_seed((plies, size, "slice", 400), "random", "loss")
+        common = sorted(set(long_ce) & set(sl_ce))
+        if common:
+            ratio = statistics.mean(sl_ce[s] for s in common) / statistics.mean(long_ce[s] for s in common)
+            print(
+                f"C1 slice at 400 steps vs the Transformer at 600 (more CPU than SLiCE's 400): random CE {ratio:.3f}x"
+            )
         gaps = {}
         for arch in ("transformer", "gdn"):
             ce_r, ce_b = (
@@ -108,13 +117,15 @@ def main(path: str) -> int:
                     sds.append(sd(v))
             noise = statistics.mean(sds) if sds else float("nan")
             spread = max(means.values()) - min(means.values())
+            accs = [statistics.mean(per_seed((plies, size, a, 400), split, "label_acc").values()) for a in means]
             if len(means) == len(FAMILIES):
-                relative[plies, size][split] = spread / statistics.mean(means.values())
+                spreads[plies, size][split] = (spread, max(accs) - min(accs), spread / statistics.mean(means.values()))
             diff = means.get("transformer", float("nan")) - means.get("slice", float("nan"))
             print(
                 f"C2 {split}: CE spread over {len(means)} families {spread:.3f} ({spread / noise:.1f} sd), "
                 f"transformer - slice {diff:.3f} ({diff / noise:.1f} sd); mean seed sd {noise:.4f}; "
-                f"spread relative to the mean CE {spread / statistics.mean(means.values()):.2f}"
+                f"spread relative to the mean CE {spread / statistics.mean(means.values()):.2f}; "
+                f"label accuracy spread {100 * (max(accs) - min(accs)):.1f} pt"
             )
         for weak, strong in (("gdn-pos", "gdn"), ("slice-diag", "slice")):
             w, s_ = (
@@ -128,16 +139,23 @@ def main(path: str) -> int:
             each = ", ".join(f"{w[s]:.3f}/{s_[s]:.3f}" for s in common)
             verdict = "MET" if 3 * wins >= 2 * len(common) else "MISSED"
             print(f"C3 {weak} vs {strong} random CE ({each}): weaker loses in {wins}/{len(common)} seeds -> {verdict}")
-    done = [s for s in settings if len(relative[s]) == 2]
+    done = [s for s in settings if len(spreads[s]) == 2]
     for small, large in zip(done, done[1:]):
         if small[0] != large[0]:
             continue
-        rs, rl = relative[small], relative[large]
-        ok = rl["random"] > rl["book"] and rl["random"] / rs["random"] > rl["book"] / rs["book"]
+        a, b = spreads[small], spreads[large]
+        grows = all(b["random"][i] > a["random"][i] and b["random"][i] > b["book"][i] for i in (0, 1))
         print(
-            f"\nC2 {small[1]} -> {large[1]} at {small[0]} plies, spread / mean CE: book {rs['book']:.2f} -> {rl['book']:.2f}, "
-            f"random {rs['random']:.2f} -> {rl['random']:.2f} (random the more discriminative at the larger size, and "
-            f"losing less of it) -> {'MET' if ok else 'MISSED'}"
+            f"\nC2 {small[1]} -> {large[1]} at {small[0]} plies, the families' spread: CE book {a['book'][0]:.3f} -> "
+            f"{b['book'][0]:.3f}, random {a['random'][0]:.3f} -> {b['random'][0]:.3f}; label accuracy book "
+            f"{100 * a['book'][1]:.1f} -> {100 * b['book'][1]:.1f} pt, random {100 * a['random'][1]:.1f} -> "
+            f"{100 * b['random'][1]:.1f} pt (random's grows and exceeds book's in both) -> {'MET' if grows else 'MISSED'}"
+        )
+        rel = b["random"][2] > b["book"][2] and b["random"][2] / a["random"][2] > b["book"][2] / a["book"][2]
+        print(
+            f"C2 relative reading, spread / mean CE: book {a['book'][2]:.2f} -> {b['book'][2]:.2f}, random "
+            f"{a['random'][2]:.2f} -> {b['random'][2]:.2f} (random the larger at {large[1]}, and growing more) -> "
+            f"{'MET' if rel else 'MISSED'}"
         )
     return 0
 
