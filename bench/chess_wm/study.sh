@@ -1,8 +1,8 @@
 #!/bin/sh
 # chess-wm at a small CPU setting (issue 39 item 2): the state after 16 plies, d64, 600 steps,
 # batch 64, LR 3e-3, warm-up 60, cosine floor 0.1; 6,000 book training games, 500 held-out book
-# and 500 random test games. Data once, then one process per architecture (each stopped after
-# 1190 s, one torch and one Numba thread, niced), then one report (A1-A3 of acceptance.py).
+# and 500 random test games. Data once, then one process per architecture (each stopped after STUDY_TIMEOUT,
+# 1190 s by default, one torch and one Numba thread, niced), then one report (A1-A3 of acceptance.py).
 #   sh bench/chess_wm/study.sh WORKDIR [SIZE [SEED [PLIES [STEPS]]]]
 # STUDY_ARCHS: the architectures (default: transformer slice slice-diag gdn gdn-pos).
 set -u
@@ -16,7 +16,7 @@ for arch in $archs; do
   out=$work/$plies-$size-s$seed-$arch
   mkdir -p "$out"
   for split in book-train book-test random-test; do ln -sfn "$(cd "$data" && pwd)/$split" "$out/$split"; done
-  timeout 1190 nice -n 5 python3 -P bench/chess_wm/acceptance.py --out "$out" $common --archs "$arch" > "$out.log" 2>&1 &
+  timeout "${STUDY_TIMEOUT:-1190}" nice -n 5 python3 -P bench/chess_wm/acceptance.py --out "$out" $common --archs "$arch" > "$out.log" 2>&1 &
 done
 wait
 python3 -P bench/chess_wm/acceptance.py --merge "$work/$plies-$size-s$seed"-*/results.csv
