@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,18 +25,8 @@ import pandas as pd
 from methodkit.tools.cita.episodes import paired_bootstrap
 
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
-
-
-def sh(cmd: str, cwd: str) -> str:
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "NUMBA_NUM_THREADS": "1",
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-    }
-    return subprocess.run(cmd, shell=True, cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+sys.path.insert(0, str(HERE))  # run with -P: the script's folder is not on sys.path
+from acceptance import sh  # noqa: E402  (the BFCL acceptance's one-thread subprocess runner)
 
 
 def one_seed(env: str, seed: int, args, work: str) -> tuple[dict, pd.DataFrame]:
