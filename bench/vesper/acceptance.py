@@ -6,8 +6,10 @@ Prints one line per seed and policy and then the targets, met or missed, over al
   3. extrapolate: pair accuracy >= 0.65 (per deciding factor listed)
   4. obey: P1(hard) = 0, hierarchy score <= 0.5
     nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py > bench/vesper/acceptance.txt
-    nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py 40 mujoco > bench/vesper/acceptance_mujoco.txt
-(the second: clips from the third-person MuJoCo camera; the baselines read its depth, K and T)
+    nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py 8 mujoco > bench/vesper/acceptance_mujoco.txt
+    MUJOCO_GL=egl nice -n 5 .venv/bin/python -P bench/vesper/acceptance.py 40 mujoco > bench/vesper/acceptance_mujoco40.txt
+(the last two: clips from the third-person MuJoCo camera, 8 and 40 pairs; the baselines read its depth, K and T).
+Output goes to stdout only (one line per seed and policy, flushed as it goes), so each run's file is the redirect.
 """
 
 from __future__ import annotations
