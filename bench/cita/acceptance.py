@@ -33,14 +33,19 @@ def sh(cmd: str, cwd: str) -> str:
     return subprocess.run(cmd, shell=True, cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def one_seed(seed: int, args, work: str) -> dict:
-    t0 = time.time()
-    cat = f"--category {args.category}"
-    sh(f"cita-data bfcl {cat} --split train -o train.jsonl --force", work)
+def fit_and_train(args, seed: int, work: str) -> None:
+    """The transition graph from train.jsonl, then CIM(B) and CIM(B,S,L) on it: cim-b, cim-bsl in WORK."""
     sh("cita-sim fit train.jsonl -o graph.npz --force", work)
     common = f"--graph graph.npz --synthetic {args.synthetic} --epochs {args.epochs} --seed {seed} -q --force"
     sh(f"cita-train train.jsonl --sources B {common} -o cim-b", work)
     sh(f"cita-train train.jsonl --sources B,S,L {common} -o cim-bsl", work)
+
+
+def one_seed(seed: int, args, work: str) -> dict:
+    t0 = time.time()
+    cat = f"--category {args.category}"
+    sh(f"cita-data bfcl {cat} --split train -o train.jsonl --force", work)
+    fit_and_train(args, seed, work)
     out = sh(
         f"cita-eval {cat} --model cim-b --model cim-bsl --policy random --policy prior --policy judge "
         f"--graph graph.npz --distractors {args.distractors} --seed {seed} -q",

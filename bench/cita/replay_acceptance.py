@@ -26,7 +26,7 @@ from methodkit.tools.cita.episodes import paired_bootstrap
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run with -P: the script's folder is not on sys.path
-from acceptance import sh  # noqa: E402  (the BFCL acceptance's one-thread subprocess runner)
+from acceptance import fit_and_train, sh  # noqa: E402  (the BFCL acceptance's runner and training steps)
 
 
 def one_seed(env: str, seed: int, args, work: str) -> tuple[dict, pd.DataFrame]:
@@ -35,10 +35,7 @@ def one_seed(env: str, seed: int, args, work: str) -> tuple[dict, pd.DataFrame]:
         f"cita-data replay {env} -o all.jsonl --force && cita-data replay {env} --split train -o train.jsonl --force",
         work,
     )
-    sh("cita-sim fit train.jsonl -o graph.npz --force", work)
-    common = f"--graph graph.npz --synthetic {args.synthetic} --epochs {args.epochs} --seed {seed} -q --force"
-    sh(f"cita-train train.jsonl --sources B {common} -o cim-b", work)
-    sh(f"cita-train train.jsonl --sources B,S,L {common} -o cim-bsl", work)
+    fit_and_train(args, seed, work)
     out = sh(
         f"cita-eval --env {env} --data all.jsonl --model cim-b --model cim-bsl --policy random --graph graph.npz "
         f"--distractors {args.distractors} --seed {seed} --out tasks.csv -q",
