@@ -10,6 +10,7 @@ import numpy as np
 from methodkit.core import io
 from methodkit.core.errors import UsageError
 from methodkit.core.progress import silent
+from methodkit.tools.vesper import collision, hazards
 from methodkit.tools.vesper import scene as sc
 from methodkit.tools.vesper.scene import Params
 
@@ -18,7 +19,7 @@ SAFE_M = 0.25
 CUTOFF_CLEAR_M = 0.3
 CLIP_S = 3.0
 WINDOW = (-3.2, 3.4, -1.6, 3.4)  # x_min, x_max, y_min, y_max of the top-down view (metres)
-FACTOR_KEY = {"timing": "person_start_s", "stop_turn": "person_stop_y", "path_offset": "person_x"}
+FACTOR_KEY = collision.FACTOR_KEY
 ROBOT, PERSON, FURNITURE = sc.ROBOT, sc.PERSON, sc.FURNITURE
 RENDERERS = ("2d", "mujoco")
 
@@ -71,7 +72,8 @@ class TopDown:
         return {"kind": "top_down_orthographic", "px_per_m": self.s, "x_min": WINDOW[0], "y_max": WINDOW[3]}
 
 
-def shapes_at(p: Params, t: float, cam: TopDown) -> np.ndarray:
+def shapes_at(p: Params, t: float, cam: TopDown, sim=None, hz=collision) -> np.ndarray:
+    """The 2d renderer's shape rows at t: furniture, the hazard module's robot and objects, the person."""
     rows = []
 
     def box(cx, cy, hx, hy, colour, ident, z):
@@ -85,20 +87,24 @@ def shapes_at(p: Params, t: float, cam: TopDown) -> np.ndarray:
 
     box(0, 4.2, 4.5, 0.05, (120, 110, 100), FURNITURE, 2.0)
     box(2.6, 2.4, 0.5, 0.4, (150, 100, 60), FURNITURE, 0.8)
-    box(float(p.robot_x(t)), 0.0, sc.BASE_HALF[0], sc.BASE_HALF[1], (50, 75, 200), ROBOT, 2 * sc.BASE_HALF[2])
-    for a, b, r in sc.robot_segments(p, t):
-        capsule(a, b, r, (180, 180, 190), ROBOT)
+    for prim in hz.shapes(sim, p, t):
+        if prim[0] == "box":
+            _, cx, cy, hx, hy, yaw, colour, z = prim
+            u, v = cam.uv(cx, cy)
+            rows.append([2, u, v, hx * cam.s, hy * cam.s, -yaw, *colour, ROBOT, z, 0])
+        else:
+            capsule(*prim[1:4], prim[4], ROBOT)
     for a, b, r in sorted(sc.person_segments(p, t), key=lambda s: max(s[0][2], s[1][2])):
         capsule(a, b, r, (215, 140, 100), PERSON)
     return np.array(rows, dtype=np.float64)
 
 
-def render_clip(p: Params, times, cam: TopDown):
+def render_clip(p: Params, times, cam: TopDown, sim=None, hz=collision):
     from methodkit.core.kernels.raster import raster2d
 
     rgbs, ids = [], []
     for t in times:
-        rgb, ident = raster2d(shapes_at(p, float(t), cam), cam.height, cam.width)
+        rgb, ident = raster2d(shapes_at(p, float(t), cam, sim, hz), cam.height, cam.width)
         rgbs.append(rgb)
         ids.append(ident)
     return np.stack(rgbs), np.stack(ids).astype(np.int16)
@@ -125,11 +131,11 @@ class Clips:
         if self.camera is not None:
             self.camera.close()
 
-    def render(self, p: Params, times, view: str):
+    def render(self, p: Params, times, view: str, sim=None, hz=collision):
         if self.camera is None:
-            rgb, ids = render_clip(p, times, self.top)
+            rgb, ids = render_clip(p, times, self.top, sim, hz)
             return rgb, ids, {}
-        rgb, ids, depth, K, T = self.camera.clip(p, times, view)
+        rgb, ids, depth, K, T = self.camera.clip(p, times, view, sim)
         return rgb, ids, {"depth": depth, "K": K, "T": T}
 
     def record(self, view: str) -> dict:
@@ -139,25 +145,8 @@ class Clips:
         return {"kind": "perspective", "name": view, "pos": list(pos), "target": list(target), "fovy": fovy}
 
 
-def _draw(rng, tax, factor, person_kind) -> tuple[Params, Params]:
-    spec = tax["persons"][person_kind]
-    v = float(rng.uniform(*spec["speed"]))
-    vr = float(rng.uniform(0.5, 0.8))
-    t_cross = float(rng.uniform(3.8, 5.5))
-    start = t_cross - 3.0 / v
-    x0 = -2.4
-    xp = x0 + vr * t_cross + float(rng.uniform(0.0, 0.35))
-    way = 1.0 if spec.get("approach", "front") == "behind" else -1.0
-    d = Params(robot_x0=x0, robot_speed=vr, robot_x_end=2.9, person_x=xp, person_speed=v, person_start_s=start,
-               person_stop_y=None, person_scale=float(spec["scale"]), horizon_s=10.0, person_dir=way)  # fmt: skip
-    if factor == "timing":
-        late = max(0.0, (xp + 1.2 - x0) / vr + 0.8 / v - t_cross)
-        s = replace(d, person_start_s=start + late + float(rng.uniform(0.2, 0.8)))
-    elif factor == "stop_turn":
-        s = replace(d, person_stop_y=-way * round(sc.BASE_HALF[1] + 0.8 + 0.15 * d.person_scale, 3))
-    else:
-        s = replace(d, person_x=float(d.robot_x(t_cross)) - sc.BASE_HALF[0] - 0.6 - 0.5)
-    return d, s
+def _draw(rng, tax, factor, person_kind, hazard: str = "collision"):
+    return hazards.get(hazard).draw(rng, tax["persons"][person_kind], factor)
 
 
 def _window(traj, lo, hi):
@@ -173,32 +162,38 @@ def generate(cfg: GenerateConfig, out_dir: str, tax: dict, *, progress=silent) -
     if behind and cfg.renderer == "2d":
         raise UsageError(f"person '{behind[0]}' (approach: behind) needs --renderer mujoco: the top-down 2d view "
                          f"shows y >= {WINDOW[2]} m only, and this person walks in from y = -3 m")  # fmt: skip
-    sim = sc.Simulator(cfg.width, cfg.height)
-    clips_of = Clips(cfg, sim)
+    sims = {}
+    for task in tax["robot_tasks"].values():
+        sims.setdefault(task["hazard"], hazards.get(task["hazard"]).simulator(cfg.width, cfg.height))
+    clips_of = Clips(cfg, next(iter(sims.values())))
     try:
-        return _generate(cfg, out_dir, tax, sim, clips_of, progress)
+        return _generate(cfg, out_dir, tax, sims, clips_of, progress)
     finally:
         clips_of.close()  # explicit: GL contexts are a process resource (no errors from mujoco at exit)
 
 
-def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
+def _generate(cfg, out_dir, tax, sims, clips_of, progress) -> GenerateResult:
     from methodkit.core.outputs import StagedFolder
     from methodkit.core.render import video
 
-    factors = list(tax["factors"])
+    tasks = list(tax["robot_tasks"].items())
     persons = list(tax["persons"])
     probs = np.array([float(tax["persons"][p]["p"]) for p in persons])
     pressures = list(tax["pressure"])
-    task_name, task = next(iter(tax["robot_tasks"].items()))
     leads = [float(x) for x in tax["lead_times_s"]]
     rejections: Counter = Counter()
     failed, records, by_factor = [], [], Counter()
     n_frames = int(round(cfg.clip_s * cfg.fps))
     with StagedFolder(out_dir) as out:
         for k in range(cfg.pairs):
-            factor = factors[k % len(factors)]
-            pressure = pressures[(k // len(factors)) % len(pressures)]
-            lead = leads[(k // (len(factors) * len(pressures))) % len(leads)]
+            task_name, task = tasks[k % len(tasks)]  # pairs cycle over tasks, then factors, pressures, leads
+            hazard = task["hazard"]
+            hz, sim = hazards.get(hazard), sims[hazard]
+            factors = [f for f in tax["factors"] if f in tax["hazards"][hazard].get("factors", [])]
+            j = k // len(tasks)
+            factor = factors[j % len(factors)]
+            pressure = pressures[(j // len(factors)) % len(pressures)]
+            lead = leads[(j // (len(factors) * len(pressures))) % len(leads)]
             made = None
             views = list(sc.CAMERAS)  # the pair's viewpoint, from its own stream (the 2d view is always top)
             view = views[int(np.random.default_rng([cfg.seed, k, 2**31]).integers(len(views)))] \
@@ -206,12 +201,12 @@ def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
             for attempt in range(cfg.max_tries):
                 rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, k, attempt]))
                 person = persons[int(rng.choice(len(persons), p=probs))]
-                dp, sp = _draw(rng, tax, factor, person)
-                if sc.prescreen_dmin(dp) > CONTACT_M:
+                dp, sp = _draw(rng, tax, factor, person, hazard)
+                if hz.prescreen is not None and hz.prescreen(dp) > CONTACT_M:
                     rejections["prescreen_no_contact"] += 1
                     continue
                 td = sim.trajectory(dp)
-                hit = np.flatnonzero((td["d"] < CONTACT_M) & td["active"])
+                hit = np.flatnonzero(hz.events(dp, td)[1])
                 if not len(hit):
                     rejections["no_contact"] += 1
                     continue
@@ -228,14 +223,14 @@ def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
                     rejections["safe_twin_not_clear"] += 1
                     continue
                 diff = [key for key, val in asdict(dp).items() if asdict(sp)[key] != val]
-                if diff != [FACTOR_KEY[factor]]:
+                if diff != [hz.FACTOR_KEY[factor]]:
                     rejections["twins_differ_elsewhere"] += 1
                     continue
                 times = t_c - cfg.clip_s + (np.arange(n_frames) + 1) / cfg.fps
                 clips = {}
                 ok = True
                 for variant, params in (("dangerous", dp), ("safe", sp)):
-                    rgb, ids, extra = clips_of.render(params, times, view)
+                    rgb, ids, extra = clips_of.render(params, times, view, sim, hz)
                     px = (ids == PERSON).sum(axis=(1, 2))
                     if (px >= clips_of.min_px).mean() < 0.5 or px[-1] < clips_of.min_px or \
                             ((ids == ROBOT).sum(axis=(1, 2)) == 0).any():  # fmt: skip
@@ -247,13 +242,13 @@ def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
                 made = (person, harm_t, t_c, td, ts, clips)
                 break
             if made is None:
-                failed.append({"pair": k, "factor": factor, "pressure": pressure, "lead_time_s": lead,
+                failed.append({"pair": k, "hazard": hazard, "factor": factor, "pressure": pressure, "lead_time_s": lead,
                                "tries": cfg.max_tries})  # fmt: skip
                 continue
             person, harm_t, t_c, td, ts, clips = made
             if cfg.recognition_frac > 0 and (k * 0.618034) % 1.0 < cfg.recognition_frac:
                 rt = harm_t + 0.5 - cfg.clip_s + (np.arange(n_frames) + 1) / cfg.fps
-                rgb, ids, extra = clips_of.render(dp := clips["dangerous"][0], rt, view)
+                rgb, ids, extra = clips_of.render(dp := clips["dangerous"][0], rt, view, sim, hz)
                 clips["recognition"] = (dp, rgb, ids, rt, extra)
             pair_id = f"p{k:04d}"
             for variant, (params, rgb, ids, times, extra) in clips.items():
@@ -277,7 +272,7 @@ def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
                         video.write_png(frame, out.path("frames", iid, f"{j:03d}.png"), force=True)
                 io.write_arrays(out.path("sensors", f"{iid}.npz"),
                                 {"ids": ids, "times": np.asarray(times, dtype=np.float64), **extra}, force=True)  # fmt: skip
-                scenario = {"params": asdict(params), "seed": cfg.seed, "pair": k, "mjcf_sha256": sim.mjcf_sha256,
+                scenario = {"params": asdict(params), "hazard": hazard, "seed": cfg.seed, "pair": k, "mjcf_sha256": sim.mjcf_sha256,
                             "camera": clips_of.record(view), "renderer": cfg.renderer}  # fmt: skip
                 io.write_json(scenario, out.path("scenarios", f"{iid}.json"), force=True, indent=1)
                 records.append({
@@ -292,7 +287,9 @@ def _generate(cfg, out_dir, tax, sim, clips_of, progress) -> GenerateResult:
             progress("generate", k + 1, cfg.pairs)
         with io.atomic_write(out.path("items.jsonl"), force=True) as handle:
             handle.write("".join(io.dumps_json(r) + "\n" for r in records).encode())
-        meta = {"config": asdict(cfg), "taxonomy": tax, "mjcf_sha256": sim.mjcf_sha256, "rejections": dict(rejections),
+        sha = {name: s.mjcf_sha256 for name, s in sims.items()}
+        meta = {"config": asdict(cfg), "taxonomy": tax, "mjcf_sha256": next(iter(sha.values())), "mjcf_sha256_by_hazard": sha,
+                "rejections": dict(rejections),
                 "failed_recipes": failed, "counts": {"by_factor": dict(by_factor)}}  # fmt: skip
         io.write_json(meta, out.path("meta.json"), force=True, indent=1)
     n_rec = sum(r["variant"] == "recognition" for r in records)

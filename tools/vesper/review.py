@@ -29,22 +29,28 @@ class Outcomes:
     def __init__(self, folder: Path):
         self.folder = folder
         self.camera = None
+        self.sims: dict = {}
 
     def frame(self, item: dict, cam_w: int, cam_h: int):
+        from methodkit.tools.vesper import hazards
         from methodkit.tools.vesper.generate import TopDown, render_clip
-        from methodkit.tools.vesper.scene import Params
 
         scen = io.read_json(str(self.folder / "scenarios" / f"{item['id']}.json"))
-        p = Params(**scen["params"])
+        hazard = scen.get("hazard", "collision")
+        hz = hazards.get(hazard)
+        p = hazards.params(hazard, scen["params"])
         t = item["gt"]["harm_time_s"] or min(p.horizon_s, item["cutoff_s"] + 2.0)
+        if (hazard, cam_w, cam_h) not in self.sims:
+            self.sims[(hazard, cam_w, cam_h)] = hz.simulator(cam_w, cam_h)
+        sim = self.sims[(hazard, cam_w, cam_h)]
         if scen.get("renderer", "2d") == "2d":
-            return render_clip(p, [t], TopDown(cam_w, cam_h))[0][0]
+            return render_clip(p, [t], TopDown(cam_w, cam_h), sim, hz)[0][0]
         if self.camera is None or (self.camera.renderer.width, self.camera.renderer.height) != (cam_w, cam_h):
             from methodkit.tools.vesper import scene as sc
 
             self.close()
-            self.camera = sc.CameraRenderer(sc.Simulator(cam_w, cam_h), cam_w, cam_h)
-        return self.camera.clip(p, [t], scen["camera"]["name"])[0][0]
+            self.camera = sc.CameraRenderer(sim, cam_w, cam_h)
+        return self.camera.clip(p, [t], scen["camera"]["name"], sim)[0][0]
 
     def close(self) -> None:
         if self.camera is not None:

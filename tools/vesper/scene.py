@@ -233,26 +233,41 @@ class CameraRenderer:
 
     def __init__(self, sim: Simulator, width: int, height: int):
         from methodkit.core.render.renderer import Renderer
-        from methodkit.core.render.wrap import wrap
 
         self.sim = sim
-        self.scene = wrap(sim.model, {"robot": ["robot"], "person": [f"person_{n}" for n, *_ in PARTS],
-                                      "furniture": ["furniture"]})  # fmt: skip
+        self._wrapped = (None, None)
         self.codes = {"robot": ROBOT, "person": PERSON, "furniture": FURNITURE}
         self.renderer = Renderer(width, height)
+
+    @property
+    def scene(self):
+        return self._scene(self.sim)
+
+    def _scene(self, sim):
+        """The wrapped model of sim (a hazard's simulator may carry `groups`: its hazard objects join 'robot')."""
+        from methodkit.core.render.wrap import wrap
+
+        if self._wrapped[0] is not sim.model:
+            groups = getattr(sim, "groups", {"robot": ["robot"], "person": [f"person_{n}" for n, *_ in PARTS],
+                                             "furniture": ["furniture"]})  # fmt: skip
+            self._wrapped = (sim.model, wrap(sim.model, groups))
+        return self._wrapped[1]
 
     def close(self) -> None:
         self.renderer.close()
 
-    def clip(self, p: Params, times, camera: str):
-        """(rgb uint8 [N,H,W,3], ids int16 [N,H,W], depth float16 [N,H,W], K [3,3], T [N,4,4]) at `times`."""
+    def clip(self, p: Params, times, camera: str, sim=None):
+        """(rgb uint8 [N,H,W,3], ids int16 [N,H,W], depth float16 [N,H,W], K [3,3], T [N,4,4]) at `times`
+        (of `sim`, default the simulator this renderer was made with)."""
+        sim = sim or self.sim
+        scene = self._scene(sim)
         rgbs, ids, depths, poses = [], [], [], []
         K = None
         for t in times:
-            self.sim.set_state(p, float(t))
-            f = self.renderer.render(self.scene, self.sim.data, camera)
+            sim.set_state(p, float(t))
+            f = self.renderer.render(scene, sim.data, camera)
             rgbs.append(f.rgb.copy())
-            ids.append(self.scene.instance_ids(f.segmentation, self.codes))
+            ids.append(scene.instance_ids(f.segmentation, self.codes))
             depths.append(f.depth.astype(np.float16))
             poses.append(f.T)
             K = f.K

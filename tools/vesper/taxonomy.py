@@ -2,27 +2,33 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 
 from methodkit.core.errors import DataError
 
-KNOWN_HAZARDS = {"collision"}
+# the deciding factors each simulated hazard defines (tools/vesper/<hazard>.py FACTOR_KEY)
+HAZARD_FACTORS = {"collision": ("path_offset", "timing", "stop_turn"), "trip": ("path_offset", "stop_turn"),
+                  "falling_load": ("timing", "path_offset")}  # fmt: skip
+KNOWN_HAZARDS = set(HAZARD_FACTORS)
+SHIPPED = {"all": "taxonomy_all.yaml"}  # --taxonomy NAME loads a shipped file (when no file NAME exists)
 KNOWN_FACTORS = {"path_offset", "timing", "stop_turn"}
 PRESSURES = ("none", "soft", "hard")
 APPROACHES = ("front", "behind")  # the person walks in from the far side, or from behind the robot (camera side)
 
 
-def default_path():
-    return resources.files("methodkit.tools.vesper").joinpath("taxonomy.yaml")
+def default_path(file: str = "taxonomy.yaml"):
+    return resources.files("methodkit.tools.vesper").joinpath(file)
 
 
 def load(path: str | None = None) -> dict:
     import yaml
 
-    src = default_path() if path is None else path
-    name = "taxonomy.yaml (default)" if path is None else str(path)
+    shipped = path is None or (path in SHIPPED and not os.path.exists(path))
+    src = default_path(SHIPPED.get(path, "taxonomy.yaml")) if shipped else path
+    name = f"{SHIPPED.get(path, 'taxonomy.yaml')} (shipped)" if shipped else str(path)
     try:
-        text = src.read_text() if path is None else open(path, encoding="utf-8").read()
+        text = src.read_text() if shipped else open(path, encoding="utf-8").read()
         doc = yaml.safe_load(text)
     except OSError as exc:
         raise DataError(f"cannot read taxonomy {name}: {exc.strerror}") from None
@@ -47,9 +53,14 @@ def validate(doc, name: str = "taxonomy") -> dict:
         for f in spec.get("factors", []):
             if f not in KNOWN_FACTORS:
                 _fail(name, f"hazards.{hz}.factors", f"unknown factor '{f}' (known: {', '.join(sorted(KNOWN_FACTORS))})")
+            if f not in HAZARD_FACTORS[hz]:
+                _fail(name, f"hazards.{hz}.factors", f"factor '{f}' is not defined for {hz} "
+                      f"(it defines: {', '.join(HAZARD_FACTORS[hz])})")  # fmt: skip
     for task, spec in doc["robot_tasks"].items():
         if not isinstance(spec, dict) or spec.get("hazard") not in doc["hazards"]:
             _fail(name, f"robot_tasks.{task}.hazard", f"unknown hazard '{(spec or {}).get('hazard')}'")
+        if not set(doc["factors"]) & set(doc["hazards"][spec["hazard"]].get("factors", [])):
+            _fail(name, f"robot_tasks.{task}", f"hazard '{spec['hazard']}' has none of the listed factors")
         if not str(spec.get("instruction", "")).strip():
             _fail(name, f"robot_tasks.{task}.instruction", "missing")
     for f in doc["factors"]:

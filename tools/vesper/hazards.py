@@ -1,0 +1,19 @@
+"""The hazard mechanisms this build simulates, by taxonomy name: each module gives FACTOR_KEY (the one
+scenario key a deciding factor changes), draw(rng, person_spec, factor) -> (dangerous, safe) params,
+simulator(width, height), events(params, trajectory) -> (active, hit) and shapes(sim, params, t)."""
+
+from __future__ import annotations
+
+from methodkit.tools.vesper import collision, falling_load, load, scene, trip
+
+HAZARDS = {"collision": collision, "trip": trip, "falling_load": falling_load}
+PARAMS = {"collision": scene.Params, "trip": load.LoadParams, "falling_load": load.LoadParams}
+
+
+def get(name: str):
+    return HAZARDS[name]
+
+
+def params(hazard: str, values: dict):
+    """The scenario's params object from its JSON (scenarios/<id>.json 'params')."""
+    return PARAMS[hazard](**values)
