@@ -9,6 +9,7 @@ the distances come from mujoco.mj_geomDistance between every person geom and eve
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,21 +66,20 @@ class Params:
 
 
 def _seg_pose(a, b):
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    mid = (a + b) / 2
-    d = b - a
-    n = np.linalg.norm(d)
+    """Centre and quaternion of a capsule from a to b (its local z along b - a); plain floats (hot loop)."""
+    ax, ay, az = float(a[0]), float(a[1]), float(a[2])
+    dx, dy, dz = float(b[0]) - ax, float(b[1]) - ay, float(b[2]) - az
+    mid = np.array([ax + dx / 2, ay + dy / 2, az + dz / 2])
+    n = math.sqrt(dx * dx + dy * dy + dz * dz)
     if n < 1e-9:
         return mid, np.array([1.0, 0, 0, 0])
-    z = d / n
-    axis = np.cross([0, 0, 1.0], z)
-    s = np.linalg.norm(axis)
-    c = z[2]
+    zx, zy, c = dx / n, dy / n, dz / n
+    s = math.hypot(zx, zy)  # |(0, 0, 1) x z|, the axis (-zy, zx, 0) / s
     if s < 1e-9:
         return mid, np.array([1.0, 0, 0, 0]) if c > 0 else np.array([0, 1.0, 0, 0])
-    ang = np.arctan2(s, c)
-    axis = axis / s
-    return mid, np.concatenate([[np.cos(ang / 2)], np.sin(ang / 2) * axis])
+    half = math.atan2(s, c) / 2
+    k = math.sin(half) / s
+    return mid, np.array([math.cos(half), -zy * k, zx * k, 0.0])
 
 
 def person_segments(p: Params, t: float) -> list[tuple[np.ndarray, np.ndarray, float]]:

@@ -1,0 +1,71 @@
+"""trip and falling_load: the simulated physics (a released free box, MuJoCo contacts) decides each twin."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from methodkit.tools.vesper import falling_load, hazards, load, trip
+
+
+@pytest.mark.parametrize("hz", [trip, falling_load], ids=["trip", "falling_load"])
+def test_unsafe_twin_has_the_hazard_event_and_the_safe_twin_not(hz):
+    sim = hz.simulator(320, 240)
+    spec = {"speed": [1.0, 1.2], "scale": 1.0}
+    for factor in hz.FACTOR_KEY:
+        d, s = hz.draw(np.random.default_rng(5), spec, factor)
+        end = (d.person_start_s + 3.8 / d.person_speed) if hz is trip else d.drop_s + 1.2
+        d, s = replace(d, horizon_s=round(end, 2)), replace(s, horizon_s=round(end, 2))
+        td, ts = sim.trajectory(d), sim.trajectory(s)
+        active, hit = hz.events(d, td)
+        assert hit.any(), (hz.__name__, factor)
+        assert not hz.events(s, ts)[1].any() and ts["d"].min() > 0.25  # the safe twin never comes near the box
+        i = int(np.flatnonzero(hit)[0])
+        z = td["load_qpos"][:, 2]
+        assert z[0] > d.tip_z - 0.2  # held under the arm tip before the release
+        if hz is trip:  # it fell to the floor, and the walking foot kicked it (dynamics, not a scripted pose)
+            assert z[i - 1] == pytest.approx(load.LOAD_HALF, abs=0.01) and td["part"][i].startswith("leg")
+            assert np.linalg.norm(td["load_qpos"][-1, :2] - td["load_qpos"][i - 1, :2]) > 0.05
+        else:  # it hit the person in the air, above shoulder height, after falling from the tip
+            assert z[i] > 1.2 and d.drop_s < td["t"][i] < d.drop_s + 0.4
+            assert not active[td["t"] < d.drop_s].any()
+
+
+def test_generated_pairs_of_the_new_hazards_hold_both_twins(tmp_path):
+    import yaml
+
+    from methodkit.tools.vesper import generate as g
+    from methodkit.tools.vesper import taxonomy
+
+    doc = yaml.safe_load(taxonomy.default_path("taxonomy_all.yaml").read_text())
+    doc["robot_tasks"].pop("drive_base")
+    doc["hazards"].pop("collision")
+    tax = taxonomy.validate(doc, "t.yaml")
+    cfg = g.GenerateConfig(pairs=2, seed=0, fps=4, video=False, recognition_frac=0.0, width=240, height=180,
+                           min_person_px=30)  # fmt: skip
+    res = g.generate(cfg, str(tmp_path / "b"), tax)
+    assert res.pairs == 2 and res.items == 4
+    items = [json.loads(x) for x in (tmp_path / "b" / "items.jsonl").read_text().splitlines()]
+    assert sorted((it["pair_id"], it["variant"]) for it in items) == [("p0000", "dangerous"), ("p0000", "safe"),
+                                                                      ("p0001", "dangerous"), ("p0001", "safe")]  # fmt: skip
+    assert {it["hazard"] for it in items} == {"trip", "falling_load"}
+    sims = {}
+    for it in items:
+        scen = json.loads((tmp_path / "b" / "scenarios" / f"{it['id']}.json").read_text())
+        assert (tmp_path / "b" / it["sensors"]).is_file() and len(list((tmp_path / "b" / it["frames_dir"]).iterdir())) == 12
+        hz = hazards.get(scen["hazard"])
+        p = hazards.params(scen["hazard"], scen["params"])
+        sim = sims.setdefault(scen["hazard"], hz.simulator(240, 180))
+        traj = sim.trajectory(p)
+        hit = hz.events(p, traj)[1]
+        if it["variant"] == "safe":
+            assert not hit.any() and it["gt"]["decision"] == "continue"
+        else:
+            assert it["gt"]["decision"] == "stop"
+            assert traj["t"][np.flatnonzero(hit)[0]] == pytest.approx(it["gt"]["harm_time_s"])
+            assert it["gt"]["min_dist_clip_m"] >= 0.3
+            ids = np.load(tmp_path / "b" / it["sensors"])["ids"]
+            assert ((ids == g.ROBOT).sum(axis=(1, 2)) > 0).all()  # the robot and its box are in every frame
