@@ -65,13 +65,16 @@ def main():
       walkway and drives off; harm = a MuJoCo contact of the walking person with the box
       lying on the floor) and falling_load (the robot lets go of a box held over the
       walkway at 2.3 m; harm = a contact with the box while it falls), both on real
-      dynamics (a free body released from a weld); adult and child persons (a capsule person, not gymnasium's
+      dynamics (a free body released from a weld), and pinch (an actuated sliding door
+      closes while the person is in the doorway; harm = a contact with the closing
+      panel); adult and child persons (a capsule person, not gymnasium's
       humanoid), factors path_offset, timing and stop_turn, the top-down 2d renderer
       (default: no GL, fast) and --renderer mujoco (a third-person camera, one of
       two viewpoints per pair; sensors/ then hold depth, K and T, which the baselines
       lift to the ground plane), review --interactive, and a person entering from
       behind the robot (taxonomy approach: behind; needs --renderer mujoco).
-      Not built: Fetch, the humanoid, the hazards pinch, scald and cut. The cmd: program speaks core.endpoint's protocol (chat messages in,
+      Not built: Fetch, the humanoid, the hazards scald and cut, gripper/drawer pinch.
+      The cmd: program speaks core.endpoint's protocol (chat messages in,
       {"text": ...} out).
       Missed: extrapolate pair accuracy >= 0.65 (stop_turn pairs are not inferable
       from a constant-velocity track), raster2d >= 20x MuJoCo-EGL frames/s.
@@ -89,7 +92,7 @@ def main():
 @main.command("generate")
 @click.option("-o", "--output", "out_dir", type=OutputPath(folder=True), required=True, metavar="DIR",
               help="Benchmark folder (items.jsonl, videos/, scenarios/, sensors/, meta.json). [required]")  # fmt: skip
-@click.option("--taxonomy", type=click.Path(dir_okay=False), default=None, help="Taxonomy YAML, or 'all': the shipped one with every simulated hazard (collision, trip, falling_load) [default: the shipped collision-only taxonomy].")
+@click.option("--taxonomy", type=click.Path(dir_okay=False), default=None, help="Taxonomy YAML, or 'all': the shipped one with every simulated hazard (collision, trip, falling_load, pinch) [default: the shipped collision-only taxonomy].")
 @click.option("--pairs", type=click.IntRange(min=1), default=40, show_default=True, help="Matched pairs.")
 @click.option("--robot", type=click.Choice(["simple"]), default="simple", show_default=True,
               help="Robot model (Fetch is not built yet).")  # fmt: skip

@@ -88,10 +88,10 @@ def shapes_at(p: Params, t: float, cam: TopDown, sim=None, hz=collision) -> np.n
     box(0, 4.2, 4.5, 0.05, (120, 110, 100), FURNITURE, 2.0)
     box(2.6, 2.4, 0.5, 0.4, (150, 100, 60), FURNITURE, 0.8)
     for prim in hz.shapes(sim, p, t):
-        if prim[0] == "box":
-            _, cx, cy, hx, hy, yaw, colour, z = prim
+        if prim[0] == "box":  # ("box", cx, cy, hx, hy, yaw, colour, z[, instance id: default the robot's])
+            _, cx, cy, hx, hy, yaw, colour, z, *ident = prim
             u, v = cam.uv(cx, cy)
-            rows.append([2, u, v, hx * cam.s, hy * cam.s, -yaw, *colour, ROBOT, z, 0])
+            rows.append([2, u, v, hx * cam.s, hy * cam.s, -yaw, *colour, ident[0] if ident else ROBOT, z, 0])
         else:
             capsule(*prim[1:4], prim[4], ROBOT)
     for a, b, r in sorted(sc.person_segments(p, t), key=lambda s: max(s[0][2], s[1][2])):

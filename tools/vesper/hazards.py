@@ -4,10 +4,10 @@ simulator(width, height), events(params, trajectory) -> (active, hit) and shapes
 
 from __future__ import annotations
 
-from methodkit.tools.vesper import collision, falling_load, load, scene, trip
+from methodkit.tools.vesper import collision, falling_load, load, pinch, scene, trip
 
-HAZARDS = {"collision": collision, "trip": trip, "falling_load": falling_load}
-PARAMS = {"collision": scene.Params, "trip": load.LoadParams, "falling_load": load.LoadParams}
+HAZARDS = {"collision": collision, "trip": trip, "falling_load": falling_load, "pinch": pinch}
+PARAMS = {"collision": scene.Params, "trip": load.LoadParams, "falling_load": load.LoadParams, "pinch": pinch.DoorParams}
 
 
 def get(name: str):

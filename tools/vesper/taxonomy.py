@@ -9,7 +9,7 @@ from methodkit.core.errors import DataError
 
 # the deciding factors each simulated hazard defines (tools/vesper/<hazard>.py FACTOR_KEY)
 HAZARD_FACTORS = {"collision": ("path_offset", "timing", "stop_turn"), "trip": ("path_offset", "stop_turn"),
-                  "falling_load": ("timing", "path_offset")}  # fmt: skip
+                  "falling_load": ("timing", "path_offset"), "pinch": ("timing", "stop_turn")}  # fmt: skip
 KNOWN_HAZARDS = set(HAZARD_FACTORS)
 SHIPPED = {"all": "taxonomy_all.yaml"}  # --taxonomy NAME loads a shipped file (when no file NAME exists)
 KNOWN_FACTORS = {"path_offset", "timing", "stop_turn"}
