@@ -170,3 +170,25 @@ def test_person_from_behind_pair_labels_hold(cam, tmp_path):
             assert traj["d"].min() > 0.25
         ids = io.read_arrays(str(tmp_path / "b" / it["sensors"]))["ids"]
         assert (ids[-1] == sc.PERSON).sum() > 0
+
+
+def test_camera_clip_of_a_new_hazard_segments_its_object_as_the_hazard(cam):
+    """The shared renderer re-wraps another hazard's model: the falling box is drawn, with the robot's id,
+    where the simulation put it (above the arm's height while held, on the floor after the release)."""
+    from dataclasses import replace
+
+    from methodkit.tools.vesper import falling_load
+
+    sim = falling_load.simulator(W, H)
+    d, _ = falling_load.draw(np.random.default_rng(5), {"speed": [1.0, 1.2], "scale": 1.0}, "path_offset")
+    d = replace(d, person_start_s=99.0, horizon_s=round(d.drop_s + 1.5, 2))  # nobody under it: it lands
+    _, ids, depth, K, T = cam.clip(d, [d.drop_s - 0.5, d.horizon_s], "side", sim)
+    box_x = d.robot_x0 + 0.45  # beyond the base's +x face (x_r + 0.3): only the arm link and the box
+    held, landed = [], []
+    for f in range(2):
+        world = camera.unproject(K, T[f], depth[f].astype(np.float64))[ids[f] == sc.ROBOT]
+        near = world[world[:, 0] > box_x]
+        held.append(int(((near[:, 2] > 1.9) & (near[:, 2] < 2.2)).sum()))  # the box under the 2.3 m tip
+        landed.append(int((near[:, 2] < 0.25).sum()))  # the box on the floor
+    assert held[0] > 5 and landed[0] == 0 and held[1] == 0 and landed[1] > 5
+    assert cam.clip(_still(0.0), [0.0], "side")[1].max() == sc.FURNITURE  # and the corridor scene still renders
