@@ -154,13 +154,14 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
     array-at-a-time on CuPy (auto picks cuda when CuPy sees a GPU; cuda without one exits
     1); the networks stay on the CPU.
     """
+    run = Run.from_context()
+    device = run.device()  # before torch is imported: --device cuda without a GPU fails at once
     import torch
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
     from methodkit.tools.craft import finetune, policy
 
-    run = Run.from_context()
     model, sidecar = _policy(input)
     if not output or output == "-":
         raise UsageError("pass -o PATH.safetensors for the fine-tuned policy")
@@ -168,7 +169,6 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
         raise UsageError("--resume needs --run-dir")
     cfg = finetune.config_from_options(o, seed)
     _backend(backend, "finetune")
-    device = run.device()
     run.threads()
     torch.set_num_threads(1)  # small networks: more threads only add overhead
     arch = sidecar["config"]["arch"]
