@@ -141,7 +141,7 @@ def pretrain_cmd(input, arch, steps, batch_size, lr, output, seed, **_):
 @opt.suite_option(default="hwy-train", help_text="Training suite: built-in name or suite JSON.")
 @opt.finetune_options
 @click.option("-o", "--output", type=opt.POLICY_OUT, default=None, metavar="PATH", help="Policy .safetensors (required).")
-@common_options("seed", "threads", "force", "meta", "quiet", "verbose")
+@common_options("seed", "device", "threads", "force", "meta", "quiet", "verbose")
 def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, output, seed, **o):
     """On-policy post-training of a policy (INPUT .safetensors) on a suite; --method craft or a baseline.
 
@@ -149,15 +149,19 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
     fine-tuning), closed-loop-ppo (PPO + GAE on the per-step reward progress - collision -
     off-road, value head), proxy-only (group proxy + KL to the frozen BC policy), and the
     ablations craft-no-res, craft-res-all, craft-no-kl, craft-refkl. The input file is never
-    modified. Prints the final iteration as JSON; --log keeps every iteration.
+    modified. Prints the final iteration as JSON; --log keeps every iteration. --device
+    places the PDM candidate scorer: cpu = the Numba kernel; cuda = the same scorer
+    array-at-a-time on CuPy (auto picks cuda when CuPy sees a GPU; cuda without one exits
+    1); the networks stay on the CPU.
     """
+    run = Run.from_context()
+    device = run.device()  # before torch is imported: --device cuda without a GPU fails at once
     import torch
 
     from methodkit.core import io
     from methodkit.core.errors import UsageError
     from methodkit.tools.craft import finetune, policy
 
-    run = Run.from_context()
     model, sidecar = _policy(input)
     if not output or output == "-":
         raise UsageError("pass -o PATH.safetensors for the fine-tuned policy")
@@ -173,7 +177,7 @@ def finetune_cmd(input, suite, eval_suite, backend, log_path, run_dir, resume, o
     parent = policy.file_hash(input)
     with run.progress() as callback:
         model, result = finetune.run(model, arch, routes, cfg, eval_routes=eval_routes, run_dir=run_dir,
-                                     resume=resume, progress=callback, parent=parent)  # fmt: skip
+                                     resume=resume, progress=callback, parent=parent, device=device)  # fmt: skip
     import dataclasses
 
     policy.save(output, model, arch, {"method": cfg.method, "hyper": dataclasses.asdict(cfg), "suite": suite},

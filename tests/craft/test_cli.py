@@ -126,3 +126,15 @@ def test_unknown_critical_event_exits_2(run_cli, pipeline, tmp_path):
     proc = run_cli([PROG, "finetune", folder / "bc.safetensors", "--critical-events", "collision,wobble", "-o", out])
     assert_one_line_error(proc, PROG, "--critical-events", "wobble")
     assert not out.exists()
+
+
+def test_device_cuda_without_a_gpu_exits_1(run_cli, pipeline, tmp_path):
+    from methodkit.core.backend import cuda_available
+
+    if cuda_available():
+        pytest.skip("a CUDA device is present")
+    folder, suite, _ = pipeline
+    out = tmp_path / "x.safetensors"
+    proc = run_cli([PROG, "finetune", folder / "bc.safetensors", "--device", "cuda", "-o", out])
+    assert_one_line_error(proc, PROG, "--device cuda", "no CUDA device", code=1)
+    assert not out.exists()

@@ -152,10 +152,21 @@ class Stats:
         return self.std_sum / self.std_n if self.std_n else 1.0
 
 
-def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator) -> dict:
-    """Proxy group advantages, residual advantages and critical flags of a batch of decisions."""
+def scorer_module(device: str):
+    """The array module the proxy scorer runs on for a resolved device: None (the Numba kernel) on 'cpu',
+    cupy on 'cuda' (core.backend.array_module)."""
+    if device == "cpu":
+        return None
+    from methodkit.core.backend import array_module
+
+    return array_module(device)
+
+
+def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator, xp=None) -> dict:
+    """Proxy group advantages, residual advantages and critical flags of a batch of decisions
+    (xp: the scorer's array module, None for the Numba kernel; see scorer_module)."""
     n = len(d)
-    s, sub, group_max = proxy.group_scores(d, cfg.proxy_futures)
+    s, sub, group_max = proxy.group_scores(d, cfg.proxy_futures, xp)
     mask = np.ones((n, N_ACTIONS), dtype=bool)
     if cfg.group_size < N_ACTIONS:
         mask[:] = False
@@ -170,7 +181,7 @@ def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator) -
     rows = np.arange(n)
     executed = s[rows, d.action]
     conflict = (sub.nc[rows, d.action] < 1.0) | (sub.ttc[rows, d.action] == 0.0)
-    r, _ = proxy.realised_scores(d, group_max)
+    r, _ = proxy.realised_scores(d, group_max, xp)
     delta = r - executed
     flags = kernels.critical_events(
         d.ego, d.ego_size, d.agents, d.agent_speed, d.present, d.collided, conflict, collect.FRAME_S
@@ -189,8 +200,10 @@ def advantages(d, cfg: FinetuneConfig, stats: Stats, rng: np.random.Generator) -
 
 
 class Trainer:
-    def __init__(self, model, arch: str, routes: list[dict], cfg: FinetuneConfig, eval_routes=None):
+    def __init__(self, model, arch: str, routes: list[dict], cfg: FinetuneConfig, eval_routes=None,
+                 device: str = "cpu"):  # fmt: skip
         self.model, self.arch, self.cfg = model, arch, cfg
+        self.xp = scorer_module(device)
         self.routes = routes
         self.scenes, self.ids = suites.scenes(routes)
         self.families = [r["family"] for r in routes]
@@ -329,7 +342,7 @@ class Trainer:
         row: dict = {"iteration": it + 1, "decisions": len(d), "train_ds": episodes.summary["ds"],
                      "train_sr": episodes.summary["sr"]}  # fmt: skip
         if cfg.uses_proxy or cfg.uses_residual:
-            extra = advantages(d, cfg, self.stats, np.random.default_rng([cfg.seed, it, 3]))
+            extra = advantages(d, cfg, self.stats, np.random.default_rng([cfg.seed, it, 3]), self.xp)
             row.update(
                 n_critical=int(extra["critical"].sum()), n_flat=int(extra["flat"].sum()),
                 proxy_mean=float(extra["proxy"].mean()), realised_mean=float(extra["realised"].mean()),
@@ -358,10 +371,11 @@ class _Diverged(Exception):
 
 
 def run(model, arch: str, routes, cfg: FinetuneConfig, *, eval_routes=None, run_dir=None, resume=False,
-        progress=silent, parent: str | None = None) -> tuple[torch.nn.Module, FinetuneResult]:  # fmt: skip
-    """Fine-tune `model` in place on `routes`; returns it and the per-iteration history."""
+        progress=silent, parent: str | None = None, device: str = "cpu") -> tuple[torch.nn.Module, FinetuneResult]:  # fmt: skip
+    """Fine-tune `model` in place on `routes`; returns it and the per-iteration history. `device` (resolved,
+    'cpu' or 'cuda') is where the proxy scorer runs; the networks stay on the CPU."""
     torch.manual_seed(cfg.seed)
-    trainer = Trainer(model, arch, routes, cfg, eval_routes)
+    trainer = Trainer(model, arch, routes, cfg, eval_routes, device)
     spec = {"arch": arch, "config": asdict(cfg), "routes": suites.fingerprint(routes), "parent": parent}
     ckpt = Path(run_dir) / "checkpoint.safetensors" if run_dir else None
     start = 0

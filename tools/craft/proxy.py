@@ -10,7 +10,9 @@ replanning included), scored by the same function. Both use
 
 with EP = gated progress / the group's largest gated progress (1 when that is < 5 m) and
 the route term 1, or 1/2 for a plan that does not head for the lane the route needs (merge,
-lane drop, exit). Sub-scores come from methodkit.core.sim.highway.score (NAVSIM v1 rules).
+lane drop, exit). Sub-scores come from methodkit.core.sim.highway.score (NAVSIM v1 rules): its
+Numba kernel by default (`xp=None`), or, given an array module `xp` (cupy on CUDA, numpy to check it),
+its array-at-a-time scorer score_plans_ref(..., xp) on that module.
 """
 
 from __future__ import annotations
@@ -44,12 +46,12 @@ def _agent_inputs(d, futures: str):
     return boxes, speeds, present
 
 
-def _subscores(ego_states, d, boxes, speeds, present):
+def _subscores(ego_states, d, boxes, speeds, present, xp=None):
     n = ego_states.shape[0]
-    return pdm.score_plans(
-        ego_states, d.ego_size, boxes, speeds, present, d.static, d.road, np.zeros(n),
-        road_mask=d.road_mask, dt=FRAME_S,
-    )  # fmt: skip
+    x = pdm.prepare_inputs(
+        ego_states, d.ego_size, boxes, speeds, present, d.static, d.road, d.road_mask, np.zeros(n), FRAME_S
+    )
+    return pdm.score_prepared(x) if xp is None else pdm.score_plans_ref(x, xp)
 
 
 def route_term(move: np.ndarray, route_delta: np.ndarray) -> np.ndarray:
@@ -59,15 +61,16 @@ def route_term(move: np.ndarray, route_delta: np.ndarray) -> np.ndarray:
     return np.where(ok, 1.0, ROUTE_MISS)
 
 
-def group_scores(d, futures: str = "cv"):
-    """(S [N, 16], sub-scores, group max gated progress [N]) of every candidate of every decision."""
+def group_scores(d, futures: str = "cv", xp=None):
+    """(S [N, 16], sub-scores, group max gated progress [N]) of every candidate of every decision
+    (xp: None = the Numba scorer, else the array module the scorer runs on)."""
     if futures not in FUTURES:
         raise ValueError(f"unknown proxy futures {futures!r}")
     n = len(d)
     points = np.concatenate([d.ego[:, None, :1, :2].repeat(16, axis=1), d.plans[..., :2]], axis=2)  # [N, 16, 21, 2]
     states = pdm.plan_states(points, FRAME_S, heading0=d.ego[:, :1, 2].repeat(16, axis=1))
     boxes, speeds, present = _agent_inputs(d, futures)
-    sub = _subscores(states, d, boxes, speeds, present)
+    sub = _subscores(states, d, boxes, speeds, present, xp)
     group_max = (sub.progress * sub.nc * sub.dac).max(axis=1)
     s = _combine_group(sub, route_term(d.lane_move, d.route_delta), group_max)
     assert s.shape == (n, 16)
@@ -82,11 +85,11 @@ def _combine_group(sub, term, group_max):
     return sub.nc * sub.dac * (pdm.WEIGHT_TTC * sub.ttc + pdm.WEIGHT_EP * ep + pdm.WEIGHT_C * sub.comfort) / w * term
 
 
-def realised_scores(d, group_max: np.ndarray):
+def realised_scores(d, group_max: np.ndarray, xp=None):
     """(R [N], sub-scores) of the executed windows, EP normalised by the same group maximum."""
     states = pdm.plan_states(d.ego[:, None, :, :2], FRAME_S, heading0=d.ego[:, None, 0, 2])
     boxes, speeds, present = _agent_inputs(d, "log")
-    sub = _subscores(states, d, boxes, speeds, present)
+    sub = _subscores(states, d, boxes, speeds, present, xp)
     moved = d.ego[:, -1, 4] - d.ego[:, 0, 4]
     term = route_term(moved, d.route_delta)[:, None]
     r = _combine_group(sub, term, group_max)

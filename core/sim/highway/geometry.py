@@ -30,31 +30,37 @@ CONTINUATION_TOL = 1e-6
 # --------------------------------------------------------------------------- boxes
 
 
-def box_corners(boxes: np.ndarray) -> np.ndarray:
-    """Corners [..., 4, 2] of boxes [..., 5] in the order front-left, rear-left, rear-right, front-right."""
-    boxes = np.asarray(boxes, dtype=np.float64)
-    c, s = np.cos(boxes[..., BOX_HEADING]), np.sin(boxes[..., BOX_HEADING])
+def box_corners(boxes: np.ndarray, xp=np) -> np.ndarray:
+    """Corners [..., 4, 2] of boxes [..., 5] in the order front-left, rear-left, rear-right, front-right.
+    `xp` is the array module (numpy, or cupy for arrays on a GPU), as in every NumPy helper here."""
+    boxes = xp.asarray(boxes, dtype=xp.float64)
+    signs = xp.asarray(_CORNER_SIGNS)
+    c, s = xp.cos(boxes[..., BOX_HEADING]), xp.sin(boxes[..., BOX_HEADING])
     half_l = 0.5 * boxes[..., BOX_LENGTH]
     half_w = 0.5 * boxes[..., BOX_WIDTH]
-    lon = _CORNER_SIGNS[:, 0] * half_l[..., None]  # [..., 4] offsets along the heading
-    lat = _CORNER_SIGNS[:, 1] * half_w[..., None]  # [..., 4] offsets to the left
+    lon = signs[:, 0] * half_l[..., None]  # [..., 4] offsets along the heading
+    lat = signs[:, 1] * half_w[..., None]  # [..., 4] offsets to the left
     x = boxes[..., BOX_X, None] + lon * c[..., None] - lat * s[..., None]
     y = boxes[..., BOX_Y, None] + lon * s[..., None] + lat * c[..., None]
-    return np.stack([x, y], axis=-1)
+    return xp.stack([x, y], axis=-1)
 
 
-def boxes_overlap_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _separated_on(a, b, axis, xp):
+    """Do the point sets a [..., k, 2] and b [..., j, 2] project onto `axis` [..., 2] without overlap?"""
+    pa = xp.einsum("...kd,...d->...k", a, axis)
+    pb = xp.einsum("...kd,...d->...k", b, axis)
+    return (pa.max(-1) < pb.min(-1)) | (pb.max(-1) < pa.min(-1))
+
+
+def boxes_overlap_ref(a: np.ndarray, b: np.ndarray, xp=np) -> np.ndarray:
     """NumPy reference: do boxes a [..., 5] and b [..., 5] (broadcast) overlap? Separating axes on corners."""
-    ca, cb = box_corners(a), box_corners(b)
-    ca, cb = np.broadcast_arrays(ca, cb)
-    separated = np.zeros(ca.shape[:-2], dtype=bool)
+    ca, cb = box_corners(a, xp), box_corners(b, xp)
+    ca, cb = xp.broadcast_arrays(ca, cb)
+    separated = xp.zeros(ca.shape[:-2], dtype=bool)
     for corners in (ca, cb):  # the candidate axes are the edge normals of both boxes
         for e in (0, 1):
             edge = corners[..., e + 1, :] - corners[..., e, :]
-            axis = np.stack([-edge[..., 1], edge[..., 0]], axis=-1)
-            pa = np.einsum("...kd,...d->...k", ca, axis)
-            pb = np.einsum("...kd,...d->...k", cb, axis)
-            separated |= (pa.max(-1) < pb.min(-1)) | (pb.max(-1) < pa.min(-1))
+            separated |= _separated_on(ca, cb, xp.stack([-edge[..., 1], edge[..., 0]], axis=-1), xp)
     return ~separated
 
 
@@ -156,22 +162,20 @@ def segment_hits_box(x0, y0, x1, y1, bx, by, bh, bl, bw):
     return abs(d) <= r
 
 
-def segment_hits_box_ref(p0: np.ndarray, p1: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+def segment_hits_box_ref(p0: np.ndarray, p1: np.ndarray, boxes: np.ndarray, xp=np) -> np.ndarray:
     """NumPy reference of segment_hits_box on corners: p0, p1 [..., 2], boxes [..., 5] (broadcast)."""
-    corners = box_corners(boxes)
-    p0, p1, corners = np.broadcast_arrays(p0[..., None, :], p1[..., None, :], corners)
-    seg = np.concatenate([p0[..., :1, :], p1[..., :1, :]], axis=-2)
-    separated = np.zeros(corners.shape[:-2], dtype=bool)
+    corners = box_corners(boxes, xp)
+    p0, p1, corners = xp.broadcast_arrays(p0[..., None, :], p1[..., None, :], corners)
+    seg = xp.concatenate([p0[..., :1, :], p1[..., :1, :]], axis=-2)
+    separated = xp.zeros(corners.shape[:-2], dtype=bool)
     d = seg[..., 1, :] - seg[..., 0, :]
     axes = [
         corners[..., 1, :] - corners[..., 0, :],
         corners[..., 2, :] - corners[..., 1, :],
-        np.stack([-d[..., 1], d[..., 0]], axis=-1),
+        xp.stack([-d[..., 1], d[..., 0]], axis=-1),
     ]
     for axis in axes:
-        pa = np.einsum("...kd,...d->...k", corners, axis)
-        ps = np.einsum("...kd,...d->...k", seg, axis)
-        separated |= (pa.max(-1) < ps.min(-1)) | (ps.max(-1) < pa.min(-1))
+        separated |= _separated_on(corners, seg, axis, xp)
     return ~separated
 
 
@@ -295,14 +299,14 @@ def overruns_lane_end(x, y, heading, length, road):
 # --------------------------------------------------------------------------- constant-velocity motion
 
 
-def extrapolate_cv(boxes: np.ndarray, speeds: np.ndarray, dt: float | np.ndarray) -> np.ndarray:
+def extrapolate_cv(boxes: np.ndarray, speeds: np.ndarray, dt: float | np.ndarray, xp=np) -> np.ndarray:
     """Boxes [..., 5] moved at constant world velocity speeds [..., 2] for dt seconds (heading kept).
     dt may be an array broadcasting against the leading shape (e.g. [..., M] offsets with boxes[..., None, :])."""
-    boxes = np.asarray(boxes, dtype=np.float64)
-    dt = np.asarray(dt, dtype=np.float64)
-    out = np.broadcast_to(boxes, np.broadcast_shapes(boxes.shape, dt.shape + (5,))).copy()
-    out[..., BOX_X] += np.asarray(speeds)[..., 0] * dt
-    out[..., BOX_Y] += np.asarray(speeds)[..., 1] * dt
+    boxes = xp.asarray(boxes, dtype=xp.float64)
+    dt = xp.asarray(dt, dtype=xp.float64)
+    out = xp.broadcast_to(boxes, np.broadcast_shapes(boxes.shape, dt.shape + (5,))).copy()
+    out[..., BOX_X] += xp.asarray(speeds)[..., 0] * dt
+    out[..., BOX_Y] += xp.asarray(speeds)[..., 1] * dt
     return out
 
 

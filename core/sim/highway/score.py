@@ -439,22 +439,29 @@ def score_prepared(x: ScoreInputs) -> PlanScores:
 # --------------------------------------------------------------------------- NumPy reference
 
 
-def _agents_at_ref(x: ScoreInputs, t: int):
+def _agents_at_ref(x: ScoreInputs, t: int, xp=np):
     """Agent boxes [N, K, 5], presence [N, K] and speeds [N, K, 2] at step t (constant velocity past the end)."""
     last = x.agents.shape[2] - 1
     if t <= last:
         return x.agents[:, :, t], x.agent_present[:, :, t], x.agent_speeds[:, :, t]
     speeds = x.agent_speeds[:, :, last]
-    return geo.extrapolate_cv(x.agents[:, :, last], speeds, (t - last) * x.dt), x.agent_present[:, :, last], speeds
+    return geo.extrapolate_cv(x.agents[:, :, last], speeds, (t - last) * x.dt, xp), x.agent_present[:, :, last], speeds
 
 
-def _relative_angle_ref(ego_xyh, agent_xy):
+def _relative_angle_ref(ego_xyh, agent_xy, xp=np):
     d = agent_xy - ego_xyh[..., :2]
-    norm = np.hypot(d[..., 0], d[..., 1])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        dot = (np.cos(ego_xyh[..., 2]) * d[..., 0] + np.sin(ego_xyh[..., 2]) * d[..., 1]) / norm
-        angle = np.arccos(np.clip(dot, -1.0, 1.0))
-    return np.where(norm == 0.0, np.nan, angle)
+    norm = xp.hypot(d[..., 0], d[..., 1])
+    with _quiet(xp):
+        dot = (xp.cos(ego_xyh[..., 2]) * d[..., 0] + xp.sin(ego_xyh[..., 2]) * d[..., 1]) / norm
+        angle = xp.arccos(xp.clip(dot, -1.0, 1.0))
+    return xp.where(norm == 0.0, xp.nan, angle)
+
+
+def _quiet(xp):
+    """np.errstate(invalid/divide ignored) for NumPy; CuPy never warns on floating-point errors."""
+    import contextlib
+
+    return np.errstate(invalid="ignore", divide="ignore") if xp is np else contextlib.nullcontext()
 
 
 def _savgol_ref(signal, window, order, deriv, dt):
@@ -463,61 +470,98 @@ def _savgol_ref(signal, window, order, deriv, dt):
     return savgol_filter(signal, min(window, signal.shape[-1]), order, deriv=deriv, delta=dt, axis=-1)
 
 
-def score_plans_ref(x: ScoreInputs) -> PlanScores:
-    """NumPy-vectorised reference of score_prepared (same rules, written array-at-a-time)."""
+def _comfort_filters(n_time: int, dt: float, xp):
+    """The comfort filters as (acceleration smoothing, jerk, yaw rate, yaw acceleration) callables on [..., T]:
+    scipy's savgol_filter for the default NumPy reference, comfort_operators' matrices on the array module."""
+    if xp is None:
+        return (
+            lambda v: _savgol_ref(v, n_time, 2, 0, dt),
+            lambda v: _savgol_ref(_savgol_ref(v, 8, 2, 0, dt), n_time, 2, 1, dt),
+            lambda v: _savgol_ref(v, 5, 2, 1, dt),
+            lambda v: _savgol_ref(v, 5, 3, 2, dt),
+        )
+    ops = xp.asarray(comfort_operators(n_time, dt))
+    return tuple((lambda v, op=ops[i]: v @ op.T) for i in range(4))
+
+
+def _module(xp):
+    if isinstance(xp, str):
+        from methodkit.core.backend import array_module
+
+        return array_module({"numpy": "cpu", "cupy": "cuda"}[xp])
+    return xp
+
+
+def score_plans_ref(x: ScoreInputs, xp=None) -> PlanScores:
+    """NumPy-vectorised reference of score_prepared (same rules, written array-at-a-time).
+
+    With `xp` (an array module: numpy, cupy, or their names) the same code runs on that module, the inputs
+    copied to it and the sub-scores brought back as NumPy arrays; the comfort filters are then
+    comfort_operators' matrices (Savitzky-Golay of the identity) instead of scipy's savgol_filter calls,
+    which only run on the host. score_plans_ref(x, "cupy") is the GPU scorer behind --device cuda."""
+    filters = _comfort_filters(x.ego.shape[2], float(x.dt), _module(xp))
+    xp = np if xp is None else _module(xp)
+    if xp is not np:
+        import dataclasses
+
+        x = dataclasses.replace(x, **{
+            f.name: xp.asarray(getattr(x, f.name)) for f in dataclasses.fields(x) if f.name != "dt"
+        })  # fmt: skip
     ego = x.ego
     n, p, n_time, _ = ego.shape
-    size = np.broadcast_to(x.ego_size[:, None, None, :], (n, p, n_time, 2))
-    ego_boxes = np.concatenate([ego[..., :3], size], axis=-1)  # [N, P, T, 5]
+    size = xp.broadcast_to(x.ego_size[:, None, None, :], (n, p, n_time, 2))
+    ego_boxes = xp.concatenate([ego[..., :3], size], axis=-1)  # [N, P, T, 5]
 
     # ego areas over lanes: corners [N, P, T, 4, 2] against segments [N, S]
-    corners = geo.box_corners(ego_boxes)
+    corners = geo.box_corners(ego_boxes, xp)
     road = x.road[:, None, None, None, :, :]  # [N, 1, 1, 1, S, 5]
-    with np.errstate(invalid="ignore"):
+    with _quiet(xp):
         in_seg = (road[..., 0] <= corners[..., 0:1]) & (corners[..., 0:1] <= road[..., 1])
-        in_seg &= np.abs(corners[..., 1:2] - road[..., 2]) <= 0.5 * road[..., 3]  # [N, P, T, 4, S]
+        in_seg &= xp.abs(corners[..., 1:2] - road[..., 2]) <= 0.5 * road[..., 3]  # [N, P, T, 4, S]
     off_road = ~in_seg.any(-1).all(-1)  # [N, P, T]
     n_slots = max(1, int(x.n_lanes.max()))
-    one_hot = (x.lane_slots[..., None] == np.arange(n_slots)) & np.isfinite(x.road[..., :1])  # [N, S, L]
-    in_lane = np.einsum("nptcs,nsl->nptcl", in_seg.astype(np.int64), one_hot.astype(np.int64)) > 0
+    one_hot = (x.lane_slots[..., None] == xp.arange(n_slots)) & xp.isfinite(x.road[..., :1])  # [N, S, L]
+    in_lane = xp.einsum("nptcs,nsl->nptcl", in_seg.astype(xp.float64), one_hot.astype(xp.float64)) > 0
     touched = in_lane.any(-2).sum(-1)
     multiple = (touched > 1) & ~in_lane.all(-2).any(-1)
-    dac = np.where(off_road.any(-1), 0.0, 1.0)
+    dac = xp.where(off_road.any(-1), 0.0, 1.0)
 
     # NC
-    nc = np.ones((n, p))
-    collided = np.zeros((n, p, x.agents.shape[1]), dtype=bool)
-    speed = np.hypot(ego[..., EGO_VLON], ego[..., EGO_VLAT])  # [N, P, T]
-    c, s = np.cos(ego[..., EGO_HEADING]), np.sin(ego[..., EGO_HEADING])
+    nc = xp.ones((n, p))
+    collided = xp.zeros((n, p, x.agents.shape[1]), dtype=bool)
+    speed = xp.hypot(ego[..., EGO_VLON], ego[..., EGO_VLAT])  # [N, P, T]
+    c, s = xp.cos(ego[..., EGO_HEADING]), xp.sin(ego[..., EGO_HEADING])
     hl, hw = 0.5 * size[..., 0], 0.5 * size[..., 1]
-    front_left = np.stack([ego[..., 0] + hl * c - hw * s, ego[..., 1] + hl * s + hw * c], -1)
-    front_right = np.stack([ego[..., 0] + hl * c + hw * s, ego[..., 1] + hl * s - hw * c], -1)
+    front_left = xp.stack([ego[..., 0] + hl * c - hw * s, ego[..., 1] + hl * s + hw * c], -1)
+    front_right = xp.stack([ego[..., 0] + hl * c + hw * s, ego[..., 1] + hl * s - hw * c], -1)
     last_speed = x.agent_speeds.shape[2] - 1
+    penalty = xp.where(x.agent_static[:, None], 0.5, 0.0)
     for t in range(n_time):
-        boxes, present, _ = _agents_at_ref(x, t)
-        agent_speed = np.hypot(*np.moveaxis(x.agent_speeds[:, :, min(t, last_speed)], -1, 0))  # [N, K]
-        hit = geo.boxes_overlap_ref(ego_boxes[:, :, t, None, :], boxes[:, None]) & present[:, None] & ~collided
-        angle = _relative_angle_ref(ego[:, :, t, None, :3], boxes[:, None, :, :2])
-        front = geo.segment_hits_box_ref(front_left[:, :, t, None], front_right[:, :, t, None], boxes[:, None])
+        boxes, present, _ = _agents_at_ref(x, t, xp)
+        vt = x.agent_speeds[:, :, min(t, last_speed)]
+        agent_speed = xp.hypot(vt[..., 0], vt[..., 1])  # [N, K]
+        hit = geo.boxes_overlap_ref(ego_boxes[:, :, t, None, :], boxes[:, None], xp) & present[:, None] & ~collided
+        angle = _relative_angle_ref(ego[:, :, t, None, :3], boxes[:, None, :, :2], xp)
+        front = geo.segment_hits_box_ref(front_left[:, :, t, None], front_right[:, :, t, None], boxes[:, None], xp)
         ego_stopped = (speed[:, :, t] <= STOPPED_SPEED_COLLISION)[..., None]
         track_stopped = (x.agent_static | (agent_speed <= STOPPED_SPEED_COLLISION))[:, None]
-        kind = np.where(
+        kind = xp.where(
             ego_stopped,
             STOPPED_EGO,
-            np.where(
+            xp.where(
                 track_stopped,
                 STOPPED_TRACK,
-                np.where(angle > BEHIND_ANGLE, ACTIVE_REAR, np.where(front, ACTIVE_FRONT, ACTIVE_LATERAL)),
+                xp.where(angle > BEHIND_ANGLE, ACTIVE_REAR, xp.where(front, ACTIVE_FRONT, ACTIVE_LATERAL)),
             ),
         )
         ambiguous = (multiple[:, :, t] | off_road[:, :, t])[..., None]
         at_fault = (kind == ACTIVE_FRONT) | (kind == STOPPED_TRACK) | (ambiguous & (kind == ACTIVE_LATERAL))
-        penalty = np.where(x.agent_static[:, None], 0.5, 0.0)
-        nc = np.minimum(nc, np.where(hit & at_fault, penalty, 1.0).min(-1, initial=1.0))
+        if x.agents.shape[1]:
+            nc = xp.minimum(nc, xp.where(hit & at_fault, penalty, 1.0).min(-1))
         collided |= hit & ~at_fault
 
     # TTC
-    ttc = np.ones((n, p))
+    ttc = xp.ones((n, p))
     collided[:] = False
     for t in range(n_time):
         for off in ttc_offsets(x.dt):
@@ -525,48 +569,50 @@ def score_plans_ref(x: ScoreInputs) -> PlanScores:
             probe = ego_boxes[:, :, t].copy()
             probe[..., 0] += c[:, :, t] * speed[:, :, t] * delta
             probe[..., 1] += s[:, :, t] * speed[:, :, t] * delta
-            boxes, present, _ = _agents_at_ref(x, t + int(off))
-            hit = geo.boxes_overlap_ref(probe[:, :, None, :], boxes[:, None]) & present[:, None] & ~collided
+            boxes, present, _ = _agents_at_ref(x, t + int(off), xp)
+            hit = geo.boxes_overlap_ref(probe[:, :, None, :], boxes[:, None], xp) & present[:, None] & ~collided
             hit &= (speed[:, :, t] >= STOPPED_SPEED_TTC)[..., None]
-            angle = _relative_angle_ref(ego[:, :, t, None, :3], boxes[:, None, :, :2])
+            angle = _relative_angle_ref(ego[:, :, t, None, :3], boxes[:, None, :, :2], xp)
             ambiguous = (multiple[:, :, t] | off_road[:, :, t])[..., None]
-            with np.errstate(invalid="ignore"):
+            with _quiet(xp):
                 fault = (angle < AHEAD_ANGLE) | (ambiguous & ~(angle > BEHIND_ANGLE))
-            ttc = np.where((hit & fault).any(-1), 0.0, ttc)
+            ttc = xp.where((hit & fault).any(-1), 0.0, ttc)
             collided |= hit & ~fault
 
     # EP
-    progress = np.maximum(0.0, ego[:, :, -1, EGO_X] - ego[:, :, 0, EGO_X])
+    progress = xp.maximum(0.0, ego[:, :, -1, EGO_X] - ego[:, :, 0, EGO_X])
     gate = nc * dac
     gated = progress * gate
-    top = np.maximum(x.reference_progress[:, None], gated)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ep = np.where(top > PROGRESS_DISTANCE_THRESHOLD, gated / top, np.where(gate != 0.0, 1.0, 0.0))
+    top = xp.maximum(x.reference_progress[:, None], gated)
+    with _quiet(xp):
+        ep = xp.where(top > PROGRESS_DISTANCE_THRESHOLD, gated / top, xp.where(gate != 0.0, 1.0, 0.0))
 
     # comfort
-    dt = x.dt
     a_lon, a_lat = ego[..., EGO_ALON], ego[..., EGO_ALAT]
-    a_mag = np.hypot(a_lon, a_lat)
+    a_mag = xp.hypot(a_lon, a_lat)
     heading = ego[..., EGO_HEADING]
-    steps = np.diff(heading, axis=-1)
+    steps = xp.diff(heading, axis=-1)
     unwrapped = heading.copy()
-    unwrapped[..., 1:] = heading[..., :1] + np.cumsum(steps - 2.0 * np.pi * np.round(steps / (2.0 * np.pi)), axis=-1)
+    unwrapped[..., 1:] = heading[..., :1] + xp.cumsum(steps - 2.0 * np.pi * xp.round(steps / (2.0 * np.pi)), axis=-1)
 
     def within(values, lo, hi):
         return ((values > lo) & (values < hi)).all(-1)
 
+    smooth, jerk, yaw_rate, yaw_acc = filters
     comfortable = (
-        within(_savgol_ref(a_lon, n_time, 2, 0, dt), MIN_LON_ACCEL, MAX_LON_ACCEL)
-        & within(_savgol_ref(a_lat, n_time, 2, 0, dt), -MAX_ABS_LAT_ACCEL, MAX_ABS_LAT_ACCEL)
-        & within(_savgol_ref(_savgol_ref(a_mag, 8, 2, 0, dt), n_time, 2, 1, dt), -MAX_ABS_MAG_JERK, MAX_ABS_MAG_JERK)
-        & within(_savgol_ref(_savgol_ref(a_lon, 8, 2, 0, dt), n_time, 2, 1, dt), -MAX_ABS_LON_JERK, MAX_ABS_LON_JERK)
-        & within(_savgol_ref(unwrapped, 5, 3, 2, dt), -MAX_ABS_YAW_ACCEL, MAX_ABS_YAW_ACCEL)
-        & within(_savgol_ref(unwrapped, 5, 2, 1, dt), -MAX_ABS_YAW_RATE, MAX_ABS_YAW_RATE)
+        within(smooth(a_lon), MIN_LON_ACCEL, MAX_LON_ACCEL)
+        & within(smooth(a_lat), -MAX_ABS_LAT_ACCEL, MAX_ABS_LAT_ACCEL)
+        & within(jerk(a_mag), -MAX_ABS_MAG_JERK, MAX_ABS_MAG_JERK)
+        & within(jerk(a_lon), -MAX_ABS_LON_JERK, MAX_ABS_LON_JERK)
+        & within(yaw_acc(unwrapped), -MAX_ABS_YAW_ACCEL, MAX_ABS_YAW_ACCEL)
+        & within(yaw_rate(unwrapped), -MAX_ABS_YAW_RATE, MAX_ABS_YAW_RATE)
     )
-    comfort = comfortable.astype(np.float64)
+    comfort = comfortable.astype(xp.float64)
     weights = WEIGHT_TTC + WEIGHT_EP + WEIGHT_C
     pdms = nc * dac * (WEIGHT_TTC * ttc + WEIGHT_EP * ep + WEIGHT_C * comfort) / weights
-    return PlanScores(nc, dac, ttc, ep, comfort, pdms, progress)
+    from methodkit.core.backend import to_numpy
+
+    return PlanScores(*(np.asarray(to_numpy(v)) for v in (nc, dac, ttc, ep, comfort, pdms, progress)))
 
 
 # --------------------------------------------------------------------------- stress inputs
