@@ -13,6 +13,9 @@ batch 256, 17/6 dims, 200-step chunks) on a small data set and multiplies by the
     nice -n 5 .venv/bin/python -P bench/cure/cost_model.py [--algos td3bc iql] [--repeat 200]
 
 Prints `case  count  per_step_ms  total_s` per piece and the ratio, and writes bench/cure/cost_model.txt.
+In the same run it times step C's term-by-term reference (tests/cure/test_step_c.py: the twin critic four
+times and the actor three times per step, the step before its forward passes were shared) on the same
+batches; that line and its ratio are printed apart, not summed.
 """
 
 from __future__ import annotations
@@ -34,6 +37,16 @@ def per_call(fn, n):
     for _ in range(n):
         fn()
     return (time.perf_counter() - t) / n
+
+
+def term_by_term_step():
+    """reference_step of tests/cure/test_step_c.py, loaded by path (the tests are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cure_step_c", HERE.parent.parent / "tests/cure/test_step_c.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.reference_step
 
 
 def measure(algo, ds, repeat, rng):
@@ -67,7 +80,9 @@ def measure(algo, ds, repeat, rng):
     un = Unlearner(agent, agent0, cfg, base, margin)
     w = torch.full((256,), 0.5)
     t_c = per_call(lambda: un.step(b256(rows_r), b256(rows_f), w), repeat)
-    return [
+    ref = term_by_term_step()
+    t_ref = per_call(lambda: ref(un, b256(rows_r), b256(rows_f), w), repeat)
+    return t_ref, [
         ("retrain_updates", FULL["original_steps"], t_train),
         ("A_baseline_steps", FULL["baseline_steps"], t_base),
         ("B_g_R_batches_of_1024", FULL["grad_batches"], t_gr),
@@ -97,13 +112,18 @@ def main() -> None:
     t_nn = time.perf_counter() - t0
     lines = ["case  count  per_call_ms  total_s"]
     for algo in args.algos:
-        pieces = [*measure(algo, ds, args.repeat, rng), ("B_overlap_1nn_22k_x_20k_x_23", 1, t_nn)]
+        t_ref, pieces = measure(algo, ds, args.repeat, rng)
+        pieces.append(("B_overlap_1nn_22k_x_20k_x_23", 1, t_nn))
         retrain = pieces[0][1] * pieces[0][2]
         cure = sum(n * t for _, n, t in pieces[1:])
         for name, n, t in pieces:
             lines.append(f"{algo}:{name}  {n}  {1000 * t:.2f}  {n * t:.1f}")
         lines.append(f"{algo}:cure_over_retrain  -  -  {cure:.1f}/{retrain:.1f} = {cure / retrain:.3f}")
-        print("\n".join(lines[-7:]), flush=True)
+        n_c = FULL["forget_steps"]
+        ref = cure + n_c * (t_ref - {name: t for name, _, t in pieces}["C_unlearning_steps"])
+        lines.append(f"{algo}:C_term_by_term_steps (not summed)  {n_c}  {1000 * t_ref:.2f}  {n_c * t_ref:.1f}")
+        lines.append(f"{algo}:cure_over_retrain_term_by_term  -  -  {ref:.1f}/{retrain:.1f} = {ref / retrain:.3f}")
+        print("\n".join(lines[-9:]), flush=True)
     (HERE / "cost_model.txt").write_text("\n".join(lines) + "\n")
 
 

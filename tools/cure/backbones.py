@@ -146,12 +146,15 @@ class Agent(nn.Module):
         q1, q2 = self.critic(b["s"], b["a"])
         return 0.5 * ((q1 - y) ** 2 + (q2 - y) ** 2)
 
-    def critic_per_sample(self, b, target_noise=True):
+    def critic_per_sample(self, b, target_noise=True, q12=None):
+        """q12: the twin heads at (b["s"], b["a"]) where the caller has evaluated them already."""
         y = self.target(b, target_noise)
-        q1, q2 = self.critic(b["s"], b["a"])
+        q1, q2 = self.critic(b["s"], b["a"]) if q12 is None else q12
         return (q1 - y) ** 2 + (q2 - y) ** 2
 
-    def actor_per_sample(self, b, bc_weight=None):
+    def actor_per_sample(self, b, bc_weight=None, pi=None):
+        """pi: the deterministic action actor(b["s"]) where the caller has evaluated it already (a
+        sampling actor, CQL's, ignores it)."""
         raise NotImplementedError
 
     def update_targets(self):
@@ -208,8 +211,8 @@ class TD3BC(Agent):
             q1, q2 = self.critic_target(b["s2"], a2)
             return b["r"] + self.gamma * (1 - b["d"]) * torch.minimum(q1, q2)
 
-    def actor_per_sample(self, b, bc_weight=None):
-        pi = self.actor(b["s"])
+    def actor_per_sample(self, b, bc_weight=None, pi=None):
+        pi = self.actor(b["s"]) if pi is None else pi
         q = self.critic.q1(torch.cat([b["s"], pi], -1)).squeeze(-1)
         lam = self.alpha / q.abs().mean().detach().clamp_min(1e-6)
         bc = ((pi - b["a"]) ** 2).mean(-1)
@@ -226,8 +229,9 @@ class TD3(TD3BC):
 
     algo = "td3"
 
-    def actor_per_sample(self, b, bc_weight=None):
-        return -self.critic.q1(torch.cat([b["s"], self.actor(b["s"])], -1)).squeeze(-1)
+    def actor_per_sample(self, b, bc_weight=None, pi=None):
+        pi = self.actor(b["s"]) if pi is None else pi
+        return -self.critic.q1(torch.cat([b["s"], pi], -1)).squeeze(-1)
 
 
 class IQL(Agent):
@@ -256,20 +260,21 @@ class IQL(Agent):
         q1, q2 = self.critic(b["s"], b["a"])
         return 0.5 * ((q1 - y) ** 2 + (q2 - y) ** 2)
 
-    def critic_per_sample(self, b, target_noise=True):
+    def critic_per_sample(self, b, target_noise=True, q12=None):
         with torch.no_grad():
             qt = torch.minimum(*self.critic_target(b["s"], b["a"]))
         diff = qt - self.v(b["s"])
         v_loss = torch.abs(self.expectile - (diff < 0).float()) * diff**2
-        return v_loss + super().critic_per_sample(b)
+        return v_loss + super().critic_per_sample(b, q12=q12)
 
-    def actor_per_sample(self, b, bc_weight=None):
+    def actor_per_sample(self, b, bc_weight=None, pi=None):
         with torch.no_grad():
             adv = torch.minimum(*self.critic_target(b["s"], b["a"])) - self.v(b["s"])
             w = torch.exp(self.beta * adv).clamp(max=100.0)
             if bc_weight is not None:
                 w = w * bc_weight
-        return w * ((self.actor(b["s"]) - b["a"]) ** 2).sum(-1)
+        pi = self.actor(b["s"]) if pi is None else pi
+        return w * ((pi - b["a"]) ** 2).sum(-1)
 
     def update_targets(self):
         _polyak(self.critic_target, self.critic, self.tau)
@@ -296,8 +301,9 @@ class CQL(Agent):
             q = torch.minimum(*self.critic_target(b["s2"], a2)) - self.log_alpha.exp() * logp
             return b["r"] + self.gamma * (1 - b["d"]) * q
 
-    def critic_per_sample(self, b, target_noise=True):
-        td = super().critic_per_sample(b, target_noise)
+    def critic_per_sample(self, b, target_noise=True, q12=None):
+        q1, q2 = self.critic(b["s"], b["a"]) if q12 is None else q12  # shared by the TD and conservative terms
+        td = super().critic_per_sample(b, target_noise, q12=(q1, q2))
         s, n, k = b["s"], len(b["s"]), self.n_actions
         rep = s.repeat_interleave(k, 0)
         a_rand = torch.rand((n * k, self.act_dim), generator=self.gen) * 2 - 1
@@ -308,11 +314,10 @@ class CQL(Agent):
         log_u = self.act_dim * math.log(0.5)
         cat1 = torch.cat([(q1r - log_u).view(n, k), (q1p - logp).view(n, k)], 1)
         cat2 = torch.cat([(q2r - log_u).view(n, k), (q2p - logp).view(n, k)], 1)
-        q1, q2 = self.critic(s, b["a"])
         cons = (torch.logsumexp(cat1, 1) - q1) + (torch.logsumexp(cat2, 1) - q2)
         return td + self.cql_alpha * cons
 
-    def actor_per_sample(self, b, bc_weight=None):
+    def actor_per_sample(self, b, bc_weight=None, pi=None):
         a, logp = self.actor.sample(b["s"], self.gen)
         loss = self.log_alpha.exp().detach() * logp - self.q(b["s"], a)
         if self.training_alpha:

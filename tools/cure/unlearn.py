@@ -281,14 +281,18 @@ class Unlearner:
         ag, cfg, m = self.agent, self.cfg, self.cfg.method
         n_r = len(br["r"])
         if m in ("cure", "cure-uniform", "cure-noactor"):
-            loss = ag.critic_per_sample(br).mean()
-            q_f = ag.q(bf["s"], bf["a"])
-            b_f = self.base(bf["s"])
-            loss = loss + self.lambda_s * (wf * torch.relu(q_f - (b_f - self.margin)) ** 2).mean()
-            loss = loss + ((1 - wf) * ag.critic_per_sample(bf)).mean()
+            # one twin-critic pass on B_r and B_f stacked serves all four terms; the targets (and their
+            # noise draws) stay per batch, in the order B_r then B_f
+            q1, q2 = ag.critic(torch.cat([br["s"], bf["s"]]), torch.cat([br["a"], bf["a"]]))
+            q12_r, q12_f = (q1[:n_r], q2[:n_r]), (q1[n_r:], q2[n_r:])
             with torch.no_grad():
+                b_f = self.base(bf["s"])
                 q0 = self.agent0.q(br["s"], br["a"])
-            loss = loss + cfg.lambda_a * ((ag.q(br["s"], br["a"]) - q0) ** 2).mean()
+            loss = ag.critic_per_sample(br, q12=q12_r).mean()
+            q_f = torch.minimum(*q12_f)
+            loss = loss + self.lambda_s * (wf * torch.relu(q_f - (b_f - self.margin)) ** 2).mean()
+            loss = loss + ((1 - wf) * ag.critic_per_sample(bf, q12=q12_f)).mean()
+            loss = loss + cfg.lambda_a * ((torch.minimum(*q12_r) - q0) ** 2).mean()
         elif m == "neggrad":
             loss = ag.critic_per_sample(br).mean() - cfg.neggrad_weight * ag.critic_per_sample(bf).mean()
         elif m == "trajdeleter" and phase == 1:
@@ -314,15 +318,16 @@ class Unlearner:
     def _actor_loss(self, br, bf, wf, n_r, phase):
         ag, cfg, m = self.agent, self.cfg, self.cfg.method
         if m in ("cure", "cure-uniform"):
-            bc_w = torch.cat([torch.ones(n_r), 1 - wf])
-            loss = ag.actor_per_sample(_cat(br, bf), bc_weight=bc_w).mean()
-            if ag.algo != "iql":
-                pi_f = ag.actor(bf["s"])
-                loss = loss + cfg.lambda_r * (wf * torch.relu(self.rho - ((pi_f - bf["a"]) ** 2).sum(-1))).mean()
-                with torch.no_grad():
-                    pi0 = self.agent0.actor(br["s"])
-                loss = loss + cfg.lambda_p * ((ag.actor(br["s"]) - pi0) ** 2).sum(-1).mean()
-            return loss
+            both, bc_w = _cat(br, bf), torch.cat([torch.ones(n_r), 1 - wf])
+            if ag.algo == "iql":
+                return ag.actor_per_sample(both, bc_weight=bc_w).mean()
+            pi = ag.actor(both["s"])  # one actor pass: the backbone loss, the repel and the anchor terms
+            loss = ag.actor_per_sample(both, bc_weight=bc_w, pi=pi).mean()
+            pi_r, pi_f = pi[:n_r], pi[n_r:]
+            loss = loss + cfg.lambda_r * (wf * torch.relu(self.rho - ((pi_f - bf["a"]) ** 2).sum(-1))).mean()
+            with torch.no_grad():
+                pi0 = self.agent0.actor(br["s"])
+            return loss + cfg.lambda_p * ((pi_r - pi0) ** 2).sum(-1).mean()
         if m == "cure-noactor" or m in ("random-reward",) or (m == "trajdeleter" and phase == 0):
             return ag.actor_per_sample(_cat(br, bf)).mean()
         if m == "trajdeleter":
