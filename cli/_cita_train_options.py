@@ -113,7 +113,7 @@ def train_device(run, ranker: str) -> str:
     return "cpu" if ranker == "gbdt" else device
 
 
-def train(run, folder, tasks, chosen, o: dict, device: str = "cpu") -> None:
+def train(run, folder, tasks, chosen, o: dict) -> None:
     """Pairs from the chosen sources (simulator values checkpointed in folder/pairs.ckpt.npz, continued
     with --resume), the ranker, and the model folder; the checkpoint is removed once all is written."""
     import pandas as pd
@@ -131,6 +131,7 @@ def train(run, folder, tasks, chosen, o: dict, device: str = "cpu") -> None:
     run.claim_outputs(*(str(folder / n) for n in (*names, "cim.json", api.GRAPH_FILE, "graph.json")))
     if o["graph_path"] is None:
         raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
+    device = train_device(run, ranker)  # --device cuda without a GPU: exit 1, once the outputs are checked
     graph, side = api.load_graph(o["graph_path"])
     emb = Embedder(o["embedder"], warner(run))
     endpoint = None

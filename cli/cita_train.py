@@ -45,7 +45,7 @@ def main(input, **o):
     --model: --model names the judge endpoint.) Its σ(f) is a ranking score, not a calibrated value.
 
     --device places the MLP's training (model, features and pairs) on torch's CPU or CUDA device; auto
-    takes CUDA when torch sees one, else the CPU, and --device cuda without one exits 1 before any work.
+    takes CUDA when torch sees one, else the CPU; --device cuda without one exits 1 before any pair is built.
     cim.json's train.device records where it ran; the saved model is the same file format either way.
     The simulator values (source S) and --ranker gbdt run on the CPU whatever --device is. On the CPU the
     model is identical for --device cpu and auto; CUDA's kernels round differently, so a CUDA-trained
@@ -88,7 +88,6 @@ def main(input, **o):
 
     run = Run.from_context()
     chosen = opts.chosen_sources(o["sources"])
-    device = opts.train_device(run, o["ranker"])  # --device cuda without a GPU: exit 1, before any work
     tasks = read_records(run, input, "trajectory")
     if run.output == "-":
         raise UsageError("pass the model folder with -o DIR")
@@ -96,7 +95,7 @@ def main(input, **o):
     created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)  # the files inside are claimed, and renamed in only at the end
     try:
-        opts.train(run, folder, tasks, chosen, o, device)
+        opts.train(run, folder, tasks, chosen, o)
     except BaseException:
         if created and not any(folder.iterdir()):
             folder.rmdir()
