@@ -104,6 +104,15 @@ def chosen_sources(sources: str) -> tuple:
     return chosen
 
 
+def train_device(run, ranker: str) -> str:
+    """The torch device of the MLP's training ('cpu' or 'cuda', core's contract: --device cuda without a
+    GPU exits 1). The gbdt ranker trains on the CPU; its --device is still checked, without torch for auto."""
+    if ranker == "gbdt" and run.params.get("device") != "cuda":
+        return "cpu"
+    device = run.torch_device()
+    return "cpu" if ranker == "gbdt" else device
+
+
 def train(run, folder, tasks, chosen, o: dict) -> None:
     """Pairs from the chosen sources (simulator values checkpointed in folder/pairs.ckpt.npz, continued
     with --resume), the ranker, and the model folder; the checkpoint is removed once all is written."""
@@ -122,6 +131,7 @@ def train(run, folder, tasks, chosen, o: dict) -> None:
     run.claim_outputs(*(str(folder / n) for n in (*names, "cim.json", api.GRAPH_FILE, "graph.json")))
     if o["graph_path"] is None:
         raise UsageError("--graph PATH is required (a graph.npz from 'cita-sim fit')")
+    device = train_device(run, ranker)  # --device cuda without a GPU: exit 1, once the outputs are checked
     graph, side = api.load_graph(o["graph_path"])
     emb = Embedder(o["embedder"], warner(run))
     endpoint = None
@@ -147,7 +157,7 @@ def train(run, folder, tasks, chosen, o: dict) -> None:
             result = None
         else:
             spec = cim.TrainSpec(lambdas=lambdas, lr=o["lr"], batch=o["batch_size"], epochs=o["epochs"], seed=run.seed)
-            model, result, info = cim.train(pairs, spec, progress)
+            model, result, info = cim.train(pairs, spec, progress, device=device)
     judge_counts = pd.Series([j for j, s in zip(pairs.judge_source, pairs.src) if s == 2]).value_counts().to_dict()
     extra = {
         "sources": list(chosen),

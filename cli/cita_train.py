@@ -24,7 +24,7 @@ DEMO = [
 @input_argument()
 @train_options
 @endpoint_options(BASELINES, default_model="offline")
-@common_options("output", "seed", "force", "meta", "quiet", "verbose", output_kind="folder")
+@common_options("output", "seed", "device", "force", "meta", "quiet", "verbose", output_kind="folder")
 def main(input, **o):
     """Train the Comparative Inference Model (CIM) from paired signals.
 
@@ -44,6 +44,13 @@ def main(input, **o):
     log.csv. cim.json records the ranker, and cita-rank and cita-eval dispatch on it. (--ranker, not
     --model: --model names the judge endpoint.) Its σ(f) is a ranking score, not a calibrated value.
 
+    --device places the MLP's training (model, features and pairs) on torch's CPU or CUDA device; auto
+    takes CUDA when torch sees one, else the CPU; --device cuda without one exits 1 before any pair is built.
+    cim.json's train.device records where it ran; the saved model is the same file format either way.
+    The simulator values (source S) and --ranker gbdt run on the CPU whatever --device is. On the CPU the
+    model is identical for --device cpu and auto; CUDA's kernels round differently, so a CUDA-trained
+    model is close to, not bit-identical with, the CPU one.
+
     \b
     EXAMPLES
       cita-train train.jsonl --graph graph.npz -o cim
@@ -52,6 +59,7 @@ def main(input, **o):
       cita-train train.jsonl --graph graph.npz --model openai:qwen3-8b --base-url http://127.0.0.1:8080/v1 -o cim
       cita-train train.jsonl --graph graph.npz --save-pairs pairs.parquet -o cim
       cita-train train.jsonl --graph graph.npz --resume -o cim
+      cita-train train.jsonl --graph graph.npz --device cuda -o cim
 
     \b
     NOTES
@@ -66,7 +74,8 @@ def main(input, **o):
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite loss; a judge failure under --judge-strict)
+      1  failure while running (non-finite loss; a judge failure under --judge-strict; --device cuda
+         without a CUDA device)
       2  bad usage or bad input (malformed JSONL, unknown --sources, an existing output without --force,
          a --resume checkpoint of another job)
       130  interrupted

@@ -22,26 +22,15 @@ def pipeline(sim_files, small_train_file, run_cli_module):
     """train.jsonl -> graph -> synthetic contexts (sim_files) -> a small model, through the executables."""
     work = sim_files
     proc = run_cli_module(
-        [
-            "cita-train",
-            small_train_file,
-            "--graph",
-            work / "g.npz",
-            "--synthetic",
-            "30",
-            "--epochs",
-            "2",
-            "-R",
-            "16",
-            "-q",
-            "-o",
-            work / "cim",
-            "--save-pairs",
-            work / "pairs.parquet",
-        ]
+        [*train_argv(small_train_file, work), "-o", work / "cim", "--save-pairs", work / "pairs.parquet"]
     )
     assert proc.returncode == 0, proc.stderr.decode()
     return work
+
+
+def train_argv(train_file, work) -> list:
+    """The pipeline's cita-train call (--device at its default, auto), less -o."""
+    return ["cita-train", train_file, "--graph", work / "g.npz", "--synthetic", "30", "--epochs", "2", "-R", "16", "-q"]
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +136,22 @@ def test_train_refuses_bad_sources_and_existing_folder(pipeline, run_cli, one_li
     proc = run_cli([*argv, "--resume", "-o", torn])
     one_line_error(proc, "cita-train", "pairs.ckpt.npz: not a readable pair-building checkpoint")
     assert sorted(p.name for p in torn.iterdir()) == ["pairs.ckpt.npz"]  # no model file written
+
+
+def test_train_device_cpu_equals_auto_and_cuda_without_one_exits_1(pipeline, run_cli, one_line_error, small_train_file):
+    import torch
+
+    # on a machine without CUDA, auto is the CPU: the same model bytes and cim.json as --device cpu
+    proc = run_cli([*train_argv(small_train_file, pipeline), "--device", "cpu", "-o", pipeline / "cim-cpu"])
+    assert proc.returncode == 0, proc.stderr.decode()
+    for name in ("cim.safetensors", "cim.json"):
+        assert (pipeline / "cim-cpu" / name).read_bytes() == (pipeline / "cim" / name).read_bytes(), name
+    assert json.loads((pipeline / "cim-cpu" / "cim.json").read_text())["train"]["device"] == "cpu"
+    if torch.cuda.is_available():
+        return
+    proc = run_cli([*train_argv(small_train_file, pipeline), "--device", "cuda", "-o", pipeline / "cim-cuda"])
+    one_line_error(proc, "cita-train", "--device cuda: torch sees no CUDA device", code=1)
+    assert not (pipeline / "cim-cuda").exists()
 
 
 @pytest.mark.slow

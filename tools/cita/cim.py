@@ -191,15 +191,16 @@ def _task_hash(task_id: str, seed: int) -> float:
     return int(hashlib.sha256(f"{seed}:{task_id}".encode()).hexdigest()[:8], 16) / 2**32
 
 
-def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None):
-    """Train the MLP through core.train; the state with the best held-out-task pair accuracy is kept."""
+def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None, device: str = "cpu"):
+    """Train the MLP through core.train on `device` (a torch device: 'cpu' or 'cuda'); the state with the
+    best held-out-task pair accuracy is kept. The model comes back on the CPU, whatever `device` was."""
     import torch
 
     from methodkit.core.train import TrainConfig
     from methodkit.core.train import train as core_train
 
     torch.set_num_threads(1)
-    X = torch.from_numpy(pairs.X)
+    X = torch.from_numpy(pairs.X).to(device)
     ctx_of = np.zeros(len(pairs.X), np.int64)
     for (c, _), row in pairs.point.items():
         ctx_of[row] = c
@@ -211,29 +212,32 @@ def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None):
     val_idx = np.flatnonzero(held & (pairs.src == 0))
     if fit_idx.size == 0:
         raise UsageError("every pair fell in the held-out tasks; lower --val-fraction")
-    pa, pb = torch.from_numpy(pairs.pa), torch.from_numpy(pairs.pb)
-    y, w, src = torch.from_numpy(pairs.y), torch.from_numpy(pairs.w), torch.from_numpy(pairs.src)
+    pa, pb = torch.from_numpy(pairs.pa).to(device), torch.from_numpy(pairs.pb).to(device)
+    y, w, src = (torch.from_numpy(a).to(device) for a in (pairs.y, pairs.w, pairs.src))
     held_ctx = np.unique(ctx_of[pairs.pa[held]]) if held.any() else np.zeros(0, np.int64)
     keep = ~np.isin(ctx_of[pairs.cal_points], held_ctx)  # held-out tasks give no calibration points either
-    cal_p, cal_v = torch.from_numpy(pairs.cal_points[keep]), torch.from_numpy(pairs.cal_v[keep])
-    lam = torch.tensor([spec.lambdas.get(s, 0.0) for s in SOURCES])
-    model = make_model(X.shape[1])
+    cal_p, cal_v = torch.from_numpy(pairs.cal_points[keep]).to(device), torch.from_numpy(pairs.cal_v[keep]).to(device)
+    lam = torch.tensor([spec.lambdas.get(s, 0.0) for s in SOURCES], device=device)
+    torch.manual_seed(spec.seed)  # the initial weights from --seed (core.train seeds only its own loop)
+    model = make_model(X.shape[1]).to(device)
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     batch = min(spec.batch, fit_idx.size)
     steps = max(1, spec.epochs * max(fit_idx.size // batch, 1))
 
     def loss_fn(net, idx):
-        idx = torch.from_numpy(fit_idx[idx])
+        rows = fit_idx[idx]
+        idx = torch.from_numpy(rows).to(device)
         fa, fb = net(X[pa[idx]]).squeeze(-1), net(X[pb[idx]]).squeeze(-1)
         per = w[idx] * bce(fa - fb, y[idx], reduction="none")
-        loss = torch.zeros(())
+        loss = torch.zeros((), device=device)
         for code in range(3):
             sel = src[idx] == code
             if bool(sel.any()):
                 loss = loss + lam[code] * per[sel].mean()
         if cal_p.numel() and spec.lambdas.get("cal", 0.0) > 0:
-            g = torch.Generator().manual_seed(int(idx[0]) * 7919 + int(idx.numel()))
-            pos = torch.randint(cal_p.numel(), (batch,), generator=g)  # a seeded batch of calibration points
+            g = torch.Generator().manual_seed(int(rows[0]) * 7919 + int(rows.size))
+            # a seeded batch of calibration points, drawn on the CPU: the same points on any device
+            pos = torch.randint(cal_p.numel(), (batch,), generator=g).to(device)
             loss = loss + spec.lambdas["cal"] * bce(net(X[cal_p[pos]]).squeeze(-1), cal_v[pos])
         return loss
 
@@ -242,7 +246,7 @@ def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None):
     def evaluate(net):
         if val_idx.size == 0:
             return {}
-        sel = torch.from_numpy(val_idx)
+        sel = torch.from_numpy(val_idx).to(device)
         acc = float((net(X[pa[sel]]).squeeze(-1) > net(X[pb[sel]]).squeeze(-1)).float().mean())
         if acc > best["acc"]:
             best["acc"] = acc
@@ -264,7 +268,7 @@ def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None):
     )
     if best["state"] is not None:
         model.load_state_dict(best["state"])
-    model.eval()
+    model.to("cpu").eval()  # scoring and saving are on the CPU
     return (
         model,
         result,
@@ -273,6 +277,7 @@ def train(pairs: PairSet, spec: TrainSpec, progress=None, run_dir=None):
             "n_val_pairs": int(val_idx.size),
             "n_fit_pairs": int(fit_idx.size),
             "steps": steps,
+            "device": str(torch.device(device).type),
         },
     )
 
