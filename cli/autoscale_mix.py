@@ -135,7 +135,7 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
     \b
     EXIT STATUS
       0  success
-      1  failure while running (non-finite training loss)
+      1  failure while running (a non-finite training loss after two restarts at half the LR)
       2  bad usage or bad input (a pool file failing the scene schema, the key named)
       130  interrupted
     """
@@ -152,7 +152,8 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
     cfg = graphrae.RAEConfig(epochs=epochs, batch_size=batch_size, lr=lr, dim=dim)
     warn_if_no_faiss(run)
     with run.progress() as cb:
-        result, model, emb = embedding.run(arrays, metas, cfg, run.seed, clusters=clusters, progress=cb)
+        result, model, emb = embedding.run(arrays, metas, cfg, run.seed, clusters=clusters, progress=cb,
+                                            log=lambda m: _log(run, m))
     _write_files(run, out_dir, {
         data.EMB: ("arrays", {"emb": emb.astype(np.float32)}),
         data.RAE: ("call", lambda path: graphrae.save(path, model, cfg, fingerprint=result.fingerprint)),

@@ -37,11 +37,11 @@ def fingerprint(arrays: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def run(arrays: dict, metas: dict, cfg: graphrae.RAEConfig, seed: int, clusters: int = 32, progress=None):
+def run(arrays: dict, metas: dict, cfg: graphrae.RAEConfig, seed: int, clusters: int = 32, progress=None, log=None):
     """(summary, model, embeddings of every scene in scenes.csv order)."""
     began = time.monotonic()
     train = {k: np.concatenate([arrays["real"][k], arrays["synth"][k]]) for k in arrays["real"] if k != "meta"}
-    model, losses = graphrae.train(train, cfg, seed, progress=progress)
+    model, losses = graphrae.train(train, cfg, seed, progress=progress, log=log)
     emb = np.concatenate([graphrae.embed(model, arrays[p]) for p in PL.POOLS])
     n_train = train["ego"].shape[0]
     tags = np.concatenate([data.tags_of(metas["real"]), data.tags_of(metas["synth"])])

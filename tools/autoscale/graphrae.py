@@ -13,10 +13,11 @@ over the scenes' candidate PDMS vectors S (s learned), and L_lap = mean ||z_i - 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from methodkit.core.errors import RunFailure
 from methodkit.tools.autoscale import features as F
 from methodkit.tools.autoscale import kernels as KF
 from methodkit.tools.autoscale import search
@@ -174,18 +175,42 @@ def raw_knn(flat: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def train(arrays: dict, cfg: RAEConfig, seed: int, progress=None):
-    """Train Graph-RAE on the scenes of `arrays` (train pools: real + synthetic); return (model, history)."""
+RETRIES = 2  # restarts after a non-finite loss, each at half the previous learning rate
+
+
+def train(arrays: dict, cfg: RAEConfig, seed: int, progress=None, log=None):
+    """Train Graph-RAE on the scenes of `arrays` (train pools: real + synthetic); return (model, history).
+    A non-finite loss restores the weights the training started from (the seeded init, the last state known
+    good before any update) and restarts at half the learning rate, at most RETRIES times (each logged);
+    one more raises RunFailure (exit 1) naming every attempt's step and learning rate."""
+    import torch
+
+    feats = F.featurise(arrays)
+    prep = (feats, F.flat(feats), torch.as_tensor(arrays["cand_scores"][..., -1], dtype=torch.float32))
+    nbrs = raw_knn(prep[1], cfg.knn)
+    torch.manual_seed(seed)  # the initial weights come from the seed, not from whatever ran before
+    model = build_model(cfg)
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    tried = []
+    for attempt in range(RETRIES + 1):
+        run_cfg = replace(cfg, lr=cfg.lr / 2**attempt)
+        try:
+            return model, _train_once(model, arrays, prep, nbrs, run_cfg, seed, progress)
+        except RunFailure as exc:
+            tried.append(f"{str(exc).split(';')[0]} at lr {run_cfg.lr:g}")
+            model.load_state_dict(start)
+            if attempt < RETRIES and log is not None:
+                log(f"Graph-RAE: {tried[-1]}; restarting from the starting weights at lr {run_cfg.lr / 2:g}")
+    raise RunFailure(f"Graph-RAE training: {', then '.join(tried)} (each restart from the starting weights); "
+                     "the train pools' features may be damaged")  # fmt: skip
+
+
+def _train_once(model, arrays, prep, nbrs, cfg: RAEConfig, seed: int, progress) -> dict:
     import torch
 
     from methodkit.core import train as core_train
 
-    feats = F.featurise(arrays)
-    flat = F.flat(feats)
-    nbrs = raw_knn(flat, cfg.knn)
-    profiles = torch.as_tensor(arrays["cand_scores"][..., -1], dtype=torch.float32)
-    torch.manual_seed(seed)  # the initial weights come from the seed, not from whatever ran before
-    model = build_model(cfg)
+    feats, flat, profiles = prep
     n = flat.shape[0]
     steps = max(1, int(round(cfg.epochs * n / cfg.batch_size)))
     parts: dict[str, list] = {"rec": [], "con": [], "met": [], "lap": []}
@@ -213,7 +238,7 @@ def train(arrays: dict, cfg: RAEConfig, seed: int, progress=None):
     losses = {k: float(np.mean(v[-tail:])) for k, v in parts.items()}
     losses["total_first"] = result.history[0]["loss"] if result.history else float("nan")
     losses["total_last"] = result.final_loss
-    return model, losses
+    return losses
 
 
 def embed(model, arrays: dict, batch: int = 1024) -> np.ndarray:
