@@ -21,6 +21,8 @@ def planner_options(f):
                      help="Planner optimizer steps per round (the fixed budget)."),
         click.option("--batch-size", type=click.IntRange(min=2), default=256, show_default=True, help="Batch size."),
         click.option("--rho", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Real share per batch."),
+        click.option("--expert-l2", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="WEIGHT",
+                     help="Weight of the L2 term on the expert trajectory (m^2), added to the cross-entropy; 0: off."),
         click.option("--eta", type=click.FloatRange(min=0), default=0.5, show_default=True, help="GA step size."),
         click.option("--ga-estimator", type=click.Choice(("hypergrad", "spsa")), default="hypergrad",
                      show_default=True, help="Cluster-GA gradient: look-ahead hypergradient or black-box SPSA."),

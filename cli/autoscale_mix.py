@@ -166,8 +166,8 @@ def embed_cmd(pools_dir, out_dir, epochs, batch_size, lr, dim, clusters, **_):
 @_out_dir("Run folder: mixture.json, selected.csv, rounds.jsonl, planner.safetensors. [required]")
 @planner_options
 @common_options("seed", "threads", "force", "meta", "quiet", "verbose")
-def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_size, rho, eta, ga_estimator, apply_,
-            eval_, warm_start, allow_overlap, emb_path, resume, **_):  # fmt: skip
+def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_size, rho, expert_l2, eta, ga_estimator,
+            apply_, eval_, warm_start, allow_overlap, emb_path, resume, **_):  # fmt: skip
     """Run the closed loop (or a baseline) on a pools folder and print the final JSON.
 
     Each round: quotas n_k from the cluster weights, cluster-guided retrieval of synthetic scenes
@@ -177,12 +177,17 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     (a drop of more than 0.5 in the feedback reverts it and halves eta). The best val round's planner
     is scored on test. Every round leaves a checkpoint in DIR/checkpoints; --resume continues after it.
 
+    The planner's loss is the cross-entropy to the expert's candidate index; --expert-l2 WEIGHT adds
+    WEIGHT times the mean squared distance (m^2, over the 4 s plan) between the softmax-weighted mean
+    of the 16 candidates' plans and the expert's trajectory (default 0: off, the cross-entropy alone).
+
     \b
     EXAMPLES
       autoscale-mix run pools -o run-as --budget 3000 --rounds 6
       autoscale-mix run pools -o run-dc --method domain-cls --budget 3000
       autoscale-mix run pools -o run-sp --ga-estimator spsa --rounds 4
       autoscale-mix run pools -o run-cl --eval closed-loop
+      autoscale-mix run pools -o run-l2 --expert-l2 0.01
       autoscale-mix run pools -o run-as --budget 3000 --rounds 6 --resume
 
     \b
@@ -199,7 +204,7 @@ def run_cmd(pools_dir, out_dir, method, budget, rounds, clusters, steps, batch_s
     run.threads()
     cfg = runner.config(method=method, budget=budget, rounds=rounds, clusters=clusters, steps=steps,
                         batch_size=batch_size, rho=rho, eta=eta, estimator=ga_estimator, apply=apply_,
-                        warm_start=warm_start, evaluate=eval_)  # fmt: skip
+                        warm_start=warm_start, evaluate=eval_, expert_l2=expert_l2)  # fmt: skip
     arrays, metas = data.read_folder(pools_dir)
     if not allow_overlap:
         data.check_leakage(arrays)

@@ -62,6 +62,13 @@ class Pools:
     def y(self, pool: str) -> np.ndarray:
         return getattr(self, pool)["expert_index"].astype(np.int64)
 
+    def plans(self, pool: str) -> tuple:
+        """planner.plan_targets of a pool (the candidates' and the expert's (x, y) plans), cached."""
+        cache = self.__dict__.setdefault("_plans", {})
+        if pool not in cache:
+            cache[pool] = P.plan_targets(getattr(self, pool))
+        return cache[pool]
+
 
 @dataclass
 class LoopResult:
@@ -118,6 +125,9 @@ def _train_eval(pools: Pools, sel: np.ndarray, cfg: LoopConfig, seed: int, weigh
                 steps: int | None = None, init_state=None, log=None):  # fmt: skip
     pc = cfg.planner if steps is None else P.PlannerConfig(**{**asdict(cfg.planner), "steps": steps})
     data = P.TrainData(pools.x("real"), pools.y("real"), pools.x("synth")[sel], pools.y("synth")[sel], weights)
+    if pc.expert_l2 > 0:
+        data.real_plans = pools.plans("real")
+        data.syn_plans = tuple(a[sel] for a in pools.plans("synth"))
     model, states = P.train(data, pc, seed, snapshots=snapshots, progress=progress, init_state=init_state, log=log)
     val_sum, val_s = score_set(model, pools, "val", cfg)
     return model, states, val_sum, val_s

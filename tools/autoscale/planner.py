@@ -26,6 +26,7 @@ class PlannerConfig:
     lr: float = 1e-3
     rho: float = 0.5  # real share of every batch
     weight_decay: float = 1e-4
+    expert_l2: float = 0.0  # weight of the L2 term on expert_traj (0: off, cross-entropy alone)
 
 
 def build(in_dim: int, cfg: PlannerConfig):
@@ -43,6 +44,24 @@ def per_sample_loss(model, x, y):
     return tf.cross_entropy(model(x), y, reduction="none")
 
 
+def expected_plan(logits, plans):
+    """The planner's soft plan [B, T, 2]: the softmax-weighted mean of the candidates' (x, y) plans [B, 16, T, 2]."""
+    return (logits.softmax(1)[:, :, None, None] * plans).sum(1)
+
+
+def expert_distance(logits, plans, expert):
+    """Per-sample L2 term: mean over the plan's steps of the squared distance (m^2) between the soft plan
+    and the expert's trajectory (x, y) [B, T, 2]."""
+    return ((expected_plan(logits, plans) - expert) ** 2).sum(-1).mean(-1)
+
+
+def plan_targets(arrays: dict):
+    """(candidate (x, y) plans [N, 16, T, 2], expert (x, y) [N, T, 2]) of a pool, on the steps both hold."""
+    t = min(arrays["cand_plans"].shape[2], arrays["expert_traj"].shape[1])
+    return (np.asarray(arrays["cand_plans"][:, :, :t, :2], dtype=np.float32),
+            np.asarray(arrays["expert_traj"][:, :t, :2], dtype=np.float32))  # fmt: skip
+
+
 @dataclass
 class TrainData:
     real_x: np.ndarray
@@ -50,6 +69,8 @@ class TrainData:
     syn_x: np.ndarray  # the selected synthetic scenes (may be empty)
     syn_y: np.ndarray
     syn_w: np.ndarray | None = None  # per-sample weights (reweight); None: uniform resampling
+    real_plans: tuple | None = None  # plan_targets of the real scenes (needed when expert_l2 > 0)
+    syn_plans: tuple | None = None  # plan_targets of the selected synthetic scenes
 
 
 def train(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int = 0, progress=None, init_state=None,
@@ -97,16 +118,31 @@ def _train_once(data: TrainData, cfg: PlannerConfig, seed: int, snapshots: int, 
         probs = np.asarray(data.syn_w, dtype=np.float64)
         probs = probs / probs.sum()
     counter = [0]
+    l2 = cfg.expert_l2
+    rp = re_ = sp = se = None
+    if l2 > 0:
+        if data.real_plans is None or (n_syn and data.syn_plans is None):
+            raise ValueError("expert_l2 > 0 needs TrainData.real_plans and syn_plans (planner.plan_targets)")
+        rp, re_ = (torch.as_tensor(a) for a in data.real_plans)
+        if n_syn:
+            sp, se = (torch.as_tensor(a) for a in data.syn_plans)
+
+    def part(m, x, y, plans, expert, rows):
+        if l2 == 0:
+            return per_sample_loss(m, x[rows], y[rows]).mean()
+        logits = m(x[rows])
+        ce = torch.nn.functional.cross_entropy(logits, y[rows], reduction="none")
+        return (ce + l2 * expert_distance(logits, plans[rows], expert[rows])).mean()
 
     def loss_fn(m, idx):
         step = counter[0]
         counter[0] += 1
         rng = np.random.default_rng([seed, step])
         r = torch.as_tensor(idx[:n_real_b] if len(idx) >= n_real_b else rng.integers(len(ry), size=n_real_b))
-        loss = per_sample_loss(m, rx[r], ry[r]).mean() * (n_real_b / cfg.batch_size)
+        loss = part(m, rx, ry, rp, re_, r) * (n_real_b / cfg.batch_size)
         if n_syn_b:
             s = torch.as_tensor(rng.choice(n_syn, size=n_syn_b, p=probs))
-            loss = loss + per_sample_loss(m, sx[s], sy[s]).mean() * (n_syn_b / cfg.batch_size)
+            loss = loss + part(m, sx, sy, sp, se, s) * (n_syn_b / cfg.batch_size)
         return loss
 
     states = []

@@ -12,8 +12,8 @@ from methodkit.tools.autoscale import pools as PL
 
 
 def config(method, budget, rounds, clusters, steps, batch_size, rho, eta, estimator, apply,
-           warm_start=False, evaluate="open-loop") -> loop.LoopConfig:  # fmt: skip
-    pc = P.PlannerConfig(steps=steps, batch_size=batch_size, rho=rho)
+           warm_start=False, evaluate="open-loop", expert_l2=0.0) -> loop.LoopConfig:  # fmt: skip
+    pc = P.PlannerConfig(steps=steps, batch_size=batch_size, rho=rho, expert_l2=expert_l2)
     return loop.LoopConfig(method=method, budget=budget, rounds=rounds, clusters=clusters, eta=eta,
                            estimator=estimator, apply=apply, warm_start=warm_start, planner=pc,
                            evaluate=evaluate)  # fmt: skip
