@@ -1,6 +1,6 @@
 # The acceptance's per-seed steps (bench/cita/acceptance.py) at --synthetic 5000, less the three baseline
 # policies (random/prior/judge do not depend on the synthetic tasks); each step timed.
-export PATH=/work/wt-cita3/.venv/bin:$PATH OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
+export PATH="$(cd "$(dirname "$0")/../.." && pwd)/.venv/bin:$PATH" OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 T="/usr/bin/time -f %C|%e|%U|%S"
 for s in $SEEDS; do
   d=seed$s; mkdir -p $d; cd $d
