@@ -34,7 +34,7 @@ def test_gloo_step_time_includes_the_link(tmp_path):
     from methodkit.tools.clapping.distributed import run_distributed
 
     data = tasks.digits_data(0)
-    cfg = RunConfig(task="digits", stages=4, algo="none", steps=3, batch=64, width=16, blocks=4, lr=0.1)
+    cfg = RunConfig(task="digits", stages=2, algo="none", steps=2, batch=64, width=16, blocks=2, lr=0.1)
     bandwidth = 0.25  # Mbps; each 64 x 16 float message (about 4.2 kB) takes about 0.13 s
     result = run_distributed(cfg, data, tmp_path, timeout_s=120, bandwidth_mbps=bandwidth)
     assert result.wire_bytes > result.total_bytes == result.exact_bytes
