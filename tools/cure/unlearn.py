@@ -194,12 +194,12 @@ def support_overlap(agent: Agent, ds: Dataset, query_ids, retained_ids, cfg: For
     probe = np.sort(rng.choice(len(ref_rows), min(2000, len(ref_rows)), replace=False))
     d_ref, _ = nearest(ref[probe], ref_nn, tid[ref_rows][probe], tid[ref_rows])
     radius = float(np.median(d_ref[np.isfinite(d_ref)]))
-    out = np.empty(len(query_ids))
-    for k, t in enumerate(query_ids):
-        rows = np.arange(ds.starts[t], ds.starts[t + 1])
-        d, _ = nearest(((x[rows] - mu) / sd).astype(np.float32), ref_nn, tid[rows], tid[ref_rows])
-        out[k] = float((d <= radius).mean())
-    return out
+    if len(query_ids) == 0:
+        return np.empty(0)
+    rows = np.concatenate([np.arange(ds.starts[t], ds.starts[t + 1]) for t in query_ids])
+    d, _ = nearest(((x[rows] - mu) / sd).astype(np.float32), ref_nn, tid[rows], tid[ref_rows])  # one call
+    lengths = np.array([ds.starts[t + 1] - ds.starts[t] for t in query_ids])
+    return np.add.reduceat((d <= radius).astype(np.float64), np.cumsum(lengths) - lengths) / lengths
 
 
 # ---------------------------------------------------------------- step A: retained baseline
