@@ -1,5 +1,7 @@
-"""Step C's shared forward passes leave its result unchanged: Unlearner.step against a straightforward
-reference that evaluates every term on its own (twin critic four times, actor three times), same seed."""
+"""Step C's shared forward passes and precomputed frozen terms (FrozenTerms: Q_0, pi_0 and b(s) per row;
+IQL's target twin shared by its V loss and AWR weights) leave its result unchanged: Unlearner.step
+against a straightforward reference that evaluates every term on its own (twin critic four times, actor
+three times, every frozen network on every batch), same seed."""
 
 from __future__ import annotations
 
@@ -60,12 +62,13 @@ def test_step_c_equals_the_term_by_term_reference(tiny_ds, algo, method):
     for step in (U.Unlearner.step, reference_step):
         agent = copy.deepcopy(start).requires_grad_(True)
         agent.gen.manual_seed(7)
-        un = U.Unlearner(agent, agent0, cfg, base, margin)
+        frozen = U.FrozenTerms(agent, agent0, base, tiny_ds.arrays, rows_r, rows_f)  # used by Unlearner.step
+        un = U.Unlearner(agent, agent0, cfg, base, margin, frozen)
         rng = np.random.default_rng(5)
         out = []
         for _ in range(5):
-            br = batch(tiny_ds.arrays, rows_r[rng.integers(0, len(rows_r), 48)], agent)
-            bf = batch(tiny_ds.arrays, rows_f[rng.integers(0, len(rows_f), 40)], agent)
+            br = batch(tiny_ds.arrays, rows_r[rng.integers(0, len(rows_r), 48)], agent, with_rows=True)
+            bf = batch(tiny_ds.arrays, rows_f[rng.integers(0, len(rows_f), 40)], agent, with_rows=True)
             out.append(step(un, br, bf, torch.as_tensor(rng.uniform(0.1, 1.0, 40), dtype=torch.float32)))
         runs.append((np.array(out), agent.state_dict()))
     (got, got_state), (want, want_state) = runs
