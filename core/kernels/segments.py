@@ -193,7 +193,11 @@ def _nn1_tiles(query, refp, r2p, qgroup, rgroup, tol, qb, cap):
         ci = np.empty((m, cap), dtype=np.int64)
         nc = np.zeros(m, dtype=np.int64)
         acc = np.empty((m4, P), dtype=np.float32)
+        thr = np.full(m4, -np.inf, dtype=np.float32)  # padded rows never hit
+        hits = np.zeros(m4, dtype=np.int64)
         for p in range(n_pan):
+            for ii in range(m):
+                thr[ii] = best[ii] + tol[lo + ii]
             for ii in range(m4):
                 for j in range(P):
                     acc[ii, j] = r2p[p, j]
@@ -203,20 +207,32 @@ def _nn1_tiles(query, refp, r2p, qgroup, rgroup, tol, qb, cap):
                     a10, a11, a12, a13 = mq[ii + 1, k], mq[ii + 1, k + 1], mq[ii + 1, k + 2], mq[ii + 1, k + 3]
                     a20, a21, a22, a23 = mq[ii + 2, k], mq[ii + 2, k + 1], mq[ii + 2, k + 2], mq[ii + 2, k + 3]
                     a30, a31, a32, a33 = mq[ii + 3, k], mq[ii + 3, k + 1], mq[ii + 3, k + 2], mq[ii + 3, k + 3]
-                    for j in range(P):
+                    if k + 4 < d:
+                        for j in range(P):
+                            r0, r1, r2, r3 = refp[p, k, j], refp[p, k + 1, j], refp[p, k + 2, j], refp[p, k + 3, j]
+                            acc[ii, j] += a00 * r0 + a01 * r1 + a02 * r2 + a03 * r3
+                            acc[ii + 1, j] += a10 * r0 + a11 * r1 + a12 * r2 + a13 * r3
+                            acc[ii + 2, j] += a20 * r0 + a21 * r1 + a22 * r2 + a23 * r3
+                            acc[ii + 3, j] += a30 * r0 + a31 * r1 + a32 * r2 + a33 * r3
+                        continue
+                    t0, t1, t2, t3 = thr[ii], thr[ii + 1], thr[ii + 2], thr[ii + 3]
+                    h0 = h1 = h2 = h3 = 0
+                    for j in range(P):  # the last coordinates, and a count of v within tol of the best
                         r0, r1, r2, r3 = refp[p, k, j], refp[p, k + 1, j], refp[p, k + 2, j], refp[p, k + 3, j]
-                        acc[ii, j] += a00 * r0 + a01 * r1 + a02 * r2 + a03 * r3
-                        acc[ii + 1, j] += a10 * r0 + a11 * r1 + a12 * r2 + a13 * r3
-                        acc[ii + 2, j] += a20 * r0 + a21 * r1 + a22 * r2 + a23 * r3
-                        acc[ii + 3, j] += a30 * r0 + a31 * r1 + a32 * r2 + a33 * r3
+                        v0 = acc[ii, j] + (a00 * r0 + a01 * r1 + a02 * r2 + a03 * r3)
+                        v1 = acc[ii + 1, j] + (a10 * r0 + a11 * r1 + a12 * r2 + a13 * r3)
+                        v2 = acc[ii + 2, j] + (a20 * r0 + a21 * r1 + a22 * r2 + a23 * r3)
+                        v3 = acc[ii + 3, j] + (a30 * r0 + a31 * r1 + a32 * r2 + a33 * r3)
+                        acc[ii, j], acc[ii + 1, j], acc[ii + 2, j], acc[ii + 3, j] = v0, v1, v2, v3
+                        h0 += v0 <= t0
+                        h1 += v1 <= t1
+                        h2 += v2 <= t2
+                        h3 += v3 <= t3
+                    hits[ii], hits[ii + 1], hits[ii + 2], hits[ii + 3] = h0, h1, h2, h3
             for ii in range(m):
-                t = tol[lo + ii]
-                thr = best[ii] + t
-                hit = 0
-                for j in range(P):  # a count, not a min: it vectorises
-                    hit += acc[ii, j] <= thr
-                if hit == 0:
+                if hits[ii] == 0:
                     continue  # early abandon of the whole panel
+                t = tol[lo + ii]
                 g = qgroup[lo + ii]
                 for j in range(P):
                     v = acc[ii, j]
@@ -258,12 +274,12 @@ def _sqdist64(query, ref, i, j):
     return acc
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)  # serial: a few candidates per query, and it compiles in a fraction of the parallel time
 def _nn1_resolve(query, ref, qgroup, rgroup, cand, ncand):
     nq, nr = query.shape[0], ref.shape[0]
     dist = np.empty(nq, dtype=np.float32)
     idx = np.empty(nq, dtype=np.int64)
-    for i in prange(nq):
+    for i in range(nq):
         bd = np.inf
         bj = -1
         if ncand[i] >= 0:
@@ -284,7 +300,7 @@ def _nn1_resolve(query, ref, qgroup, rgroup, cand, ncand):
     return dist, idx
 
 
-def nn1(query, ref, qgroup=None, rgroup=None, block: int = 32, panel: int = 128, cap: int = 16):
+def nn1(query, ref, qgroup=None, rgroup=None, block: int = 128, panel: int = 256, cap: int = 16):
     """Nearest neighbour of every query row in ref: (squared distance float32, index; -1 if none).
 
     Exact: the index is that of the smallest float64 distance, ties to the lowest index, and the distance
