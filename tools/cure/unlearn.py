@@ -323,12 +323,15 @@ class Unlearner:
         ag, cfg, m = self.agent, self.cfg, self.cfg.method
         n_r = len(br["r"])
         if m in ("cure", "cure-uniform", "cure-noactor"):
-            # one twin-critic pass on B_r and B_f stacked serves all four terms; the targets (and their
-            # noise draws) stay per batch, in the order B_r then B_f
+            # one twin-critic pass on B_r and B_f stacked serves all four terms; for TD3+BC one target pass
+            # too, with the smoothing noise drawn per batch (B_r then B_f: the random stream is unchanged)
             s, a = torch.cat([br["s"], bf["s"]]), torch.cat([br["a"], bf["a"]])
             q1, q2 = ag.critic(s, a)
             q12_r, q12_f = (q1[:n_r], q2[:n_r]), (q1[n_r:], q2[n_r:])
             kw_r = kw_f = {}
+            if ag.algo == "td3bc":  # one target pass on B_r u B_f, its noise drawn for B_r then B_f
+                y = ag.target(_cat(br, bf), parts=(n_r, len(bf["r"])))
+                kw_r, kw_f = {"y": y[:n_r]}, {"y": y[n_r:]}
             if ag.algo == "iql":  # IQL's Q_target(s, a), shared by its V loss and its AWR weights
                 with torch.no_grad():
                     self._qt = torch.minimum(*ag.critic_target(s, a))
