@@ -1,10 +1,11 @@
-"""Array-module twin of core.kernels.segments.nn1 (method "gemm"): NumPy on the CPU, CuPy on CUDA.
+"""Array-module twin of core.kernels.segments.nn1: NumPy on the CPU, CuPy on CUDA.
 
 Same inputs and outputs as nn1: the nearest reference row of every query row (squared distance as
 float32, index; -1 where every reference row is in the query's group), computed as
 |q|^2 - 2 q.r + |r|^2 in (block x rblock) GEMM tiles with a streaming argmin, ties to the lowest
-index. With NumPy it is the reference the CuPy run is compared with; the Numba nn1 stays the CPU
-default (tests/cure/test_kernels.py compares all three).
+index. Unlike nn1 it does not re-check float32 near-ties in float64, so on a near-tie its index may
+differ from nn1's exact one. With NumPy it is the reference the CuPy run is compared with; the Numba nn1
+stays the CPU default (tests/cure/test_kernels.py compares all three).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Segments: rows of one segment (a trajectory) are contiguous; `segment_starts(ids
 `roc_auc(scores, labels)` is the Mann-Whitney AUC with mid-ranks for ties (labels 1 = positive).
 `grubbs_rows(x)` gives per row the Grubbs statistic max|x - mean| / std (ddof 1) and its argmax.
 `nn1(query, ref, qgroup, rgroup)` is a brute-force nearest neighbour (squared Euclidean, float32)
-over query blocks in parallel (GEMM tiles, or exact scalar loops with early abandoning); pairs with equal non-negative group are skipped
+over query blocks in parallel: float32 register-blocked tiles pick candidates, float64 decides (exact, ties to
+the lowest index); pairs with equal non-negative group are skipped
 (leave-one-trajectory-out radii). Every kernel has a plain reference in tests/cure.
 """
 
@@ -162,92 +163,173 @@ def grubbs_critical(n: int, alpha: float = 0.05) -> float:
     return float((n - 1) / np.sqrt(n) * np.sqrt(t * t / (n - 2 + t * t)))
 
 
-@njit(cache=True, parallel=True)
-def _nn1(query, ref, qgroup, rgroup, block):
+# Blocked 1-NN. Pass 1 (_nn1_tiles, float32, fastmath without "ninf": padded references carry +inf)
+# computes v = |r|^2 - 2 q.r on register-blocked tiles of 4 queries x 4 coordinates against one panel of
+# P references stored coordinate-major (refp[panel, k, j], so the j loop is one SIMD stream); a panel with
+# no v within tol of the query's best so far is abandoned after one vectorised count. It keeps, per query,
+# the references whose v lies within tol of the best: tol bounds twice the float32 rounding of v, so the
+# exact winner is always among them. Pass 2 (_nn1_resolve, strict float64) measures those candidates
+# exactly and keeps the smallest distance, ties to the lowest index; a query with more than `cap`
+# candidates (many exact ties) is resolved by a full exact scan.
+_FASTMATH = {"nnan", "nsz", "arcp", "contract", "reassoc"}
+
+
+@njit(cache=True, parallel=True, fastmath=_FASTMATH)
+def _nn1_tiles(query, refp, r2p, qgroup, rgroup, tol, qb, cap):
     nq, d = query.shape
-    nr = ref.shape[0]
+    n_pan, _, P = refp.shape
+    cand = np.empty((nq, cap), dtype=np.int64)
+    ncand = np.zeros(nq, dtype=np.int64)  # -1: overflow, resolved by a full exact scan
+    for b in prange((nq + qb - 1) // qb):
+        lo = b * qb
+        m = min(nq, lo + qb) - lo
+        m4 = (m + 3) // 4 * 4
+        mq = np.zeros((m4, d), dtype=np.float32)  # -2 q (exact in float32); padded rows stay 0
+        for ii in range(m):
+            for k in range(d):
+                mq[ii, k] = np.float32(-2.0) * query[lo + ii, k]
+        best = np.full(m, np.inf, dtype=np.float32)
+        cv = np.empty((m, cap), dtype=np.float32)
+        ci = np.empty((m, cap), dtype=np.int64)
+        nc = np.zeros(m, dtype=np.int64)
+        acc = np.empty((m4, P), dtype=np.float32)
+        thr = np.full(m4, -np.inf, dtype=np.float32)  # padded rows never hit
+        hits = np.zeros(m4, dtype=np.int64)
+        for p in range(n_pan):
+            for ii in range(m):
+                thr[ii] = best[ii] + tol[lo + ii]
+            for ii in range(m4):
+                for j in range(P):
+                    acc[ii, j] = r2p[p, j]
+            for k in range(0, d, 4):  # d is padded to a multiple of 4
+                for ii in range(0, m4, 4):
+                    a00, a01, a02, a03 = mq[ii, k], mq[ii, k + 1], mq[ii, k + 2], mq[ii, k + 3]
+                    a10, a11, a12, a13 = mq[ii + 1, k], mq[ii + 1, k + 1], mq[ii + 1, k + 2], mq[ii + 1, k + 3]
+                    a20, a21, a22, a23 = mq[ii + 2, k], mq[ii + 2, k + 1], mq[ii + 2, k + 2], mq[ii + 2, k + 3]
+                    a30, a31, a32, a33 = mq[ii + 3, k], mq[ii + 3, k + 1], mq[ii + 3, k + 2], mq[ii + 3, k + 3]
+                    if k + 4 < d:
+                        for j in range(P):
+                            r0, r1, r2, r3 = refp[p, k, j], refp[p, k + 1, j], refp[p, k + 2, j], refp[p, k + 3, j]
+                            acc[ii, j] += a00 * r0 + a01 * r1 + a02 * r2 + a03 * r3
+                            acc[ii + 1, j] += a10 * r0 + a11 * r1 + a12 * r2 + a13 * r3
+                            acc[ii + 2, j] += a20 * r0 + a21 * r1 + a22 * r2 + a23 * r3
+                            acc[ii + 3, j] += a30 * r0 + a31 * r1 + a32 * r2 + a33 * r3
+                        continue
+                    t0, t1, t2, t3 = thr[ii], thr[ii + 1], thr[ii + 2], thr[ii + 3]
+                    h0 = h1 = h2 = h3 = 0
+                    for j in range(P):  # the last coordinates, and a count of v within tol of the best
+                        r0, r1, r2, r3 = refp[p, k, j], refp[p, k + 1, j], refp[p, k + 2, j], refp[p, k + 3, j]
+                        v0 = acc[ii, j] + (a00 * r0 + a01 * r1 + a02 * r2 + a03 * r3)
+                        v1 = acc[ii + 1, j] + (a10 * r0 + a11 * r1 + a12 * r2 + a13 * r3)
+                        v2 = acc[ii + 2, j] + (a20 * r0 + a21 * r1 + a22 * r2 + a23 * r3)
+                        v3 = acc[ii + 3, j] + (a30 * r0 + a31 * r1 + a32 * r2 + a33 * r3)
+                        acc[ii, j], acc[ii + 1, j], acc[ii + 2, j], acc[ii + 3, j] = v0, v1, v2, v3
+                        h0 += v0 <= t0
+                        h1 += v1 <= t1
+                        h2 += v2 <= t2
+                        h3 += v3 <= t3
+                    hits[ii], hits[ii + 1], hits[ii + 2], hits[ii + 3] = h0, h1, h2, h3
+            for ii in range(m):
+                if hits[ii] == 0:
+                    continue  # early abandon of the whole panel
+                t = tol[lo + ii]
+                g = qgroup[lo + ii]
+                for j in range(P):
+                    v = acc[ii, j]
+                    jj = p * P + j
+                    if v > best[ii] + t or (g >= 0 and rgroup[jj] == g):
+                        continue
+                    if v < best[ii]:
+                        best[ii] = v
+                    if nc[ii] == cap:  # full: drop candidates the new best has excluded
+                        w = 0
+                        for c in range(cap):
+                            if cv[ii, c] <= best[ii] + t:
+                                cv[ii, w] = cv[ii, c]
+                                ci[ii, w] = ci[ii, c]
+                                w += 1
+                        nc[ii] = w if w < cap else -1
+                    if nc[ii] >= 0:
+                        cv[ii, nc[ii]] = v
+                        ci[ii, nc[ii]] = jj
+                        nc[ii] += 1
+        for ii in range(m):
+            w = -1
+            if nc[ii] >= 0:
+                w = 0
+                for c in range(nc[ii]):
+                    if cv[ii, c] <= best[ii] + tol[lo + ii]:
+                        cand[lo + ii, w] = ci[ii, c]
+                        w += 1
+            ncand[lo + ii] = w
+    return cand, ncand
+
+
+@njit(cache=True)
+def _sqdist64(query, ref, i, j):
+    acc = 0.0
+    for k in range(query.shape[1]):
+        diff = np.float64(query[i, k]) - np.float64(ref[j, k])
+        acc += diff * diff
+    return acc
+
+
+@njit(cache=True)  # serial: a few candidates per query, and it compiles in a fraction of the parallel time
+def _nn1_resolve(query, ref, qgroup, rgroup, cand, ncand):
+    nq, nr = query.shape[0], ref.shape[0]
     dist = np.empty(nq, dtype=np.float32)
     idx = np.empty(nq, dtype=np.int64)
-    n_blocks = (nq + block - 1) // block
-    for b in prange(n_blocks):
-        for i in range(b * block, min(nq, (b + 1) * block)):
-            best = np.float32(np.inf)
-            best_j = -1
+    for i in range(nq):
+        bd = np.inf
+        bj = -1
+        if ncand[i] >= 0:
+            for c in range(ncand[i]):
+                j = cand[i, c]
+                dd = _sqdist64(query, ref, i, j)
+                if dd < bd or (dd == bd and j < bj):
+                    bd, bj = dd, j
+        else:
             g = qgroup[i]
             for j in range(nr):
-                if g >= 0 and rgroup[j] == g:
-                    continue
-                acc = np.float32(0.0)
-                for k in range(d):
-                    diff = query[i, k] - ref[j, k]
-                    acc += diff * diff
-                    if acc >= best:
-                        break  # early abandon
-                if acc < best:
-                    best = acc
-                    best_j = j
-            dist[i] = best
-            idx[i] = best_j
+                if not (g >= 0 and rgroup[j] == g):
+                    dd = _sqdist64(query, ref, i, j)
+                    if dd < bd:
+                        bd, bj = dd, j
+        dist[i] = bd
+        idx[i] = bj
     return dist, idx
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def _nn1_gemm(query, ref, qgroup, rgroup, block, rblock):
-    nq, d = query.shape
-    nr = ref.shape[0]
-    r2 = np.empty(nr, dtype=np.float32)
-    for j in range(nr):
-        acc = np.float32(0.0)
-        for k in range(d):
-            acc += ref[j, k] * ref[j, k]
-        r2[j] = acc
-    dist = np.full(nq, np.inf, dtype=np.float32)
-    idx = np.full(nq, -1, dtype=np.int64)
-    n_blocks = (nq + block - 1) // block
-    for b in prange(n_blocks):
-        lo = b * block
-        hi = min(nq, lo + block)
-        qb = np.ascontiguousarray(query[lo:hi])
-        for r0 in range(0, nr, rblock):
-            r1 = min(nr, r0 + rblock)
-            g = qb @ np.ascontiguousarray(ref[r0:r1]).T  # one GEMM tile, never the full matrix
-            for i in range(hi - lo):
-                best = dist[lo + i]
-                bj = idx[lo + i]
-                grp = qgroup[lo + i]
-                for j in range(r1 - r0):
-                    v = r2[r0 + j] - 2 * g[i, j]
-                    if v < best and not (grp >= 0 and rgroup[r0 + j] == grp):
-                        best = v
-                        bj = r0 + j
-                dist[lo + i] = best
-                idx[lo + i] = bj
-    for i in range(nq):  # add |q|^2 back: squared distances (clipped at 0 against rounding)
-        q2 = np.float32(0.0)
-        for k in range(d):
-            q2 += query[i, k] * query[i, k]
-        dist[i] = max(dist[i] + q2, np.float32(0.0))
-    return dist, idx
-
-
-NN_METHODS = {"gemm": "GEMM tiles + streaming argmin", "abandon": "scalar loops with early abandoning"}
-
-
-def nn1(query, ref, qgroup=None, rgroup=None, block: int = 256, method: str = "gemm") -> tuple[np.ndarray, np.ndarray]:
+def nn1(query, ref, qgroup=None, rgroup=None, block: int = 128, panel: int = 256, cap: int = 16):
     """Nearest neighbour of every query row in ref: (squared distance float32, index; -1 if none).
 
-    method "gemm" (default) computes q.r in tiles (|q|^2 - 2 q.r + |r|^2, float32 rounding) with a
-    streaming argmin; "abandon" is the exact scalar loop that stops a distance once it exceeds the best."""
+    Exact: the index is that of the smallest float64 distance, ties to the lowest index, and the distance
+    is that float64 distance rounded to float32. The float32 tiles only choose the candidates (see above).
+    A pair whose groups are equal and non-negative is skipped (leave-one-trajectory-out radii)."""
     q = np.ascontiguousarray(query, dtype=np.float32)
     r = np.ascontiguousarray(ref, dtype=np.float32)
     if q.ndim != 2 or r.ndim != 2 or q.shape[1] != r.shape[1]:
         raise ValueError("query and ref must be 2-D with the same number of columns")
-    if method not in NN_METHODS:
-        raise ValueError(f"method must be one of {', '.join(NN_METHODS)}")
-    qg = np.full(q.shape[0], -1, np.int64) if qgroup is None else np.ascontiguousarray(qgroup, dtype=np.int64)
-    rg = np.full(r.shape[0], -2, np.int64) if rgroup is None else np.ascontiguousarray(rgroup, dtype=np.int64)
-    if method == "abandon":
-        return _nn1(q, r, qg, rg, int(block))
     if not (np.isfinite(q).all() and np.isfinite(r).all()):
         raise ValueError("nn1: query and ref must be finite")
-    return _nn1_gemm(q, r, qg, rg, int(block), 2048)
+    (nq, d0), nr = q.shape, r.shape[0]
+    qg = np.full(nq, -1, np.int64) if qgroup is None else np.ascontiguousarray(qgroup, dtype=np.int64)
+    rg = np.full(nr, -2, np.int64) if rgroup is None else np.ascontiguousarray(rgroup, dtype=np.int64)
+    d = (d0 + 3) // 4 * 4
+    n_pan = max(1, (nr + panel - 1) // panel)
+    refp = np.zeros((n_pan * panel, d), np.float32)
+    refp[:nr, :d0] = r
+    refp = np.ascontiguousarray(refp.reshape(n_pan, panel, d).transpose(0, 2, 1))
+    r_sq = (r.astype(np.float64) ** 2).sum(1)
+    r2p = np.full(n_pan * panel, np.inf, np.float32)
+    r2p[:nr] = r_sq
+    rgp = np.full(n_pan * panel, -3, np.int64)
+    rgp[:nr] = rg
+    q_pad = np.zeros((nq, d), np.float32)
+    q_pad[:, :d0] = q
+    # |error of v| <= gamma_(2d+2) (|q| + |r|)^2 in float32; tol covers two such errors with a margin of 2
+    q_norm = np.sqrt((q.astype(np.float64) ** 2).sum(1))
+    r_max = float(np.sqrt(r_sq.max())) if nr else 0.0
+    tol = (4.0 * (2 * d + 4) * 2.0**-24 * (q_norm + r_max) ** 2).astype(np.float32)
+    cand, ncand = _nn1_tiles(q_pad, refp, r2p.reshape(n_pan, panel), qg, rgp, tol, int(block), int(cap))
+    return _nn1_resolve(q, r, qg, rg, cand, ncand)

@@ -64,20 +64,44 @@ def test_grubbs_rows_and_critical_value():
     assert K.grubbs_critical(10, 0.05) == pytest.approx(2.2900, abs=1e-3)
 
 
+def _exact_nn(q, r, qg=None, rg=None):
+    full = ((q[:, None, :].astype(np.float64) - r[None].astype(np.float64)) ** 2).sum(-1)
+    if qg is not None:
+        full = np.where((qg[:, None] >= 0) & (qg[:, None] == rg[None]), np.inf, full)
+    return full.min(1), full.argmin(1)  # argmin: ties to the lowest index
+
+
 def test_nn1_matches_brute_force_and_skips_same_group():
     rng = np.random.default_rng(4)
     q = rng.normal(size=(70, 5)).astype(np.float32)
     r = rng.normal(size=(300, 5)).astype(np.float32)
-    full = ((q[:, None, :].astype(np.float64) - r[None]) ** 2).sum(-1)
     qg, rg = rng.integers(0, 4, 70), rng.integers(0, 4, 300)
-    masked = np.where(qg[:, None] == rg[None], np.inf, full)
-    for method in K.NN_METHODS:
-        d, i = K.nn1(q, r, block=16, method=method)
-        np.testing.assert_array_equal(i, full.argmin(1))
-        np.testing.assert_allclose(d, full.min(1), rtol=1e-4, atol=1e-4)
-        d2, i2 = K.nn1(q, r, qg, rg, method=method)
-        np.testing.assert_array_equal(i2, masked.argmin(1))
-        assert (rg[i2] != qg).all()
+    for groups in ((None, None), (qg, rg)):
+        d, i = K.nn1(q, r, *groups, block=16, panel=64)  # several query blocks and reference panels
+        d_ref, i_ref = _exact_nn(q, r, *groups)
+        np.testing.assert_array_equal(i, i_ref)
+        np.testing.assert_allclose(d, d_ref, rtol=1e-6)
+    assert (rg[i] != qg).all()
+
+
+def test_nn1_is_exact_on_ties_and_float32_near_ties():
+    rng = np.random.default_rng(7)
+    # exact ties: points on a small integer grid, many references at the same distance
+    q = rng.integers(0, 3, size=(90, 4)).astype(np.float32)
+    r = rng.integers(0, 3, size=(260, 4)).astype(np.float32)
+    for cap in (16, 2):  # cap 2 overflows: those queries take the full exact scan
+        d, i = K.nn1(q, r, block=8, panel=32, cap=cap)
+        np.testing.assert_array_equal(i, _exact_nn(q, r)[1])
+    # near-ties: far from the origin, the float32 expansion |q|^2 - 2 q.r + |r|^2 misorders neighbours
+    q = (50 + rng.normal(0, 0.02, size=(60, 6))).astype(np.float32)
+    r = (50 + rng.normal(0, 0.02, size=(400, 6))).astype(np.float32)
+    d_ref, i_ref = _exact_nn(q, r)
+    q32, r32 = q.astype(np.float32), r.astype(np.float32)
+    naive = ((q32**2).sum(1)[:, None] - 2 * q32 @ r32.T + (r32**2).sum(1)[None]).argmin(1)
+    assert (naive != i_ref).any()  # the case is a real test of the candidate check
+    d, i = K.nn1(q, r, block=8, panel=64)
+    np.testing.assert_array_equal(i, i_ref)
+    np.testing.assert_allclose(d, d_ref, rtol=1e-6)
 
 
 def _nn_case(seed):

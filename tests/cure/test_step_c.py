@@ -1,5 +1,7 @@
-"""Step C's shared forward passes leave its result unchanged: Unlearner.step against a straightforward
-reference that evaluates every term on its own (twin critic four times, actor three times), same seed."""
+"""Step C's shared forward passes and precomputed frozen terms (FrozenTerms: Q_0, pi_0 and b(s) per row;
+IQL's target twin shared by its V loss and AWR weights) leave its result unchanged: Unlearner.step
+against a straightforward reference that evaluates every term on its own (twin critic four times, actor
+three times, every frozen network on every batch), same seed."""
 
 from __future__ import annotations
 
@@ -54,19 +56,21 @@ def test_step_c_equals_the_term_by_term_reference(tiny_ds, algo, method):
     start = train(tiny_ds, algo, steps=8, hidden=24, seed=4)[0]  # away from agent0: the anchors bite
     fid = tiny_ds.ids_of("F-mix")
     rows_r, rows_f = tiny_ds.rows_of(np.setdiff1d(tiny_ds.train_ids(), fid)), tiny_ds.rows_of(fid)
-    cfg = U.ForgetConfig(method=method, baseline_steps=4, batch_size=48)
+    # odd batch sizes: a single noise draw for the stacked targets would then shift the random stream
+    cfg = U.ForgetConfig(method=method, baseline_steps=4, batch_size=47)
     base, margin = U.fit_baseline(agent0, tiny_ds, rows_r, cfg)
     runs = []
     for step in (U.Unlearner.step, reference_step):
         agent = copy.deepcopy(start).requires_grad_(True)
         agent.gen.manual_seed(7)
-        un = U.Unlearner(agent, agent0, cfg, base, margin)
+        frozen = U.FrozenTerms(agent, agent0, base, tiny_ds.arrays, rows_r, rows_f)  # used by Unlearner.step
+        un = U.Unlearner(agent, agent0, cfg, base, margin, frozen)
         rng = np.random.default_rng(5)
         out = []
         for _ in range(5):
-            br = batch(tiny_ds.arrays, rows_r[rng.integers(0, len(rows_r), 48)], agent)
-            bf = batch(tiny_ds.arrays, rows_f[rng.integers(0, len(rows_f), 40)], agent)
-            out.append(step(un, br, bf, torch.as_tensor(rng.uniform(0.1, 1.0, 40), dtype=torch.float32)))
+            br = batch(tiny_ds.arrays, rows_r[rng.integers(0, len(rows_r), 47)], agent, with_rows=True)
+            bf = batch(tiny_ds.arrays, rows_f[rng.integers(0, len(rows_f), 41)], agent, with_rows=True)
+            out.append(step(un, br, bf, torch.as_tensor(rng.uniform(0.1, 1.0, 41), dtype=torch.float32)))
         runs.append((np.array(out), agent.state_dict()))
     (got, got_state), (want, want_state) = runs
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -146,9 +146,9 @@ class Agent(nn.Module):
         q1, q2 = self.critic(b["s"], b["a"])
         return 0.5 * ((q1 - y) ** 2 + (q2 - y) ** 2)
 
-    def critic_per_sample(self, b, target_noise=True, q12=None):
-        """q12: the twin heads at (b["s"], b["a"]) where the caller has evaluated them already."""
-        y = self.target(b, target_noise)
+    def critic_per_sample(self, b, target_noise=True, q12=None, y=None):
+        """q12: the twin heads at (b["s"], b["a"]), y: the TD target, where the caller has them already."""
+        y = self.target(b, target_noise) if y is None else y
         q1, q2 = self.critic(b["s"], b["a"]) if q12 is None else q12
         return (q1 - y) ** 2 + (q2 - y) ** 2
 
@@ -200,13 +200,14 @@ class TD3BC(Agent):
         self.alpha, self.policy_noise, self.noise_clip, self.policy_delay = alpha, policy_noise, noise_clip, policy_delay
         super().__init__(*args, **kw)
 
-    def target(self, b, target_noise=True):
+    def target(self, b, target_noise=True, parts=None):
+        """parts: the sizes of the batches stacked in b; their smoothing noise is drawn batch by batch, in
+        order, so one pass over a stack uses the random stream of one pass per batch."""
         with torch.no_grad():
             a2 = self.actor_target(b["s2"])
             if target_noise:
-                noise = (torch.randn(a2.shape, generator=self.gen) * self.policy_noise).clamp(
-                    -self.noise_clip, self.noise_clip
-                )
+                draws = [torch.randn((n, a2.shape[1]), generator=self.gen) for n in (parts or [len(a2)])]
+                noise = (torch.cat(draws) * self.policy_noise).clamp(-self.noise_clip, self.noise_clip)
                 a2 = (a2 + noise).clamp(-1, 1)
             q1, q2 = self.critic_target(b["s2"], a2)
             return b["r"] + self.gamma * (1 - b["d"]) * torch.minimum(q1, q2)
@@ -260,16 +261,20 @@ class IQL(Agent):
         q1, q2 = self.critic(b["s"], b["a"])
         return 0.5 * ((q1 - y) ** 2 + (q2 - y) ** 2)
 
-    def critic_per_sample(self, b, target_noise=True, q12=None):
-        with torch.no_grad():
-            qt = torch.minimum(*self.critic_target(b["s"], b["a"]))
+    def critic_per_sample(self, b, target_noise=True, q12=None, qt=None):
+        """qt: min of the target twin at (b["s"], b["a"]) where the caller has evaluated it already."""
+        if qt is None:
+            with torch.no_grad():
+                qt = torch.minimum(*self.critic_target(b["s"], b["a"]))
         diff = qt - self.v(b["s"])
         v_loss = torch.abs(self.expectile - (diff < 0).float()) * diff**2
         return v_loss + super().critic_per_sample(b, q12=q12)
 
-    def actor_per_sample(self, b, bc_weight=None, pi=None):
+    def actor_per_sample(self, b, bc_weight=None, pi=None, qt=None):
         with torch.no_grad():
-            adv = torch.minimum(*self.critic_target(b["s"], b["a"])) - self.v(b["s"])
+            if qt is None:
+                qt = torch.minimum(*self.critic_target(b["s"], b["a"]))
+            adv = qt - self.v(b["s"])
             w = torch.exp(self.beta * adv).clamp(max=100.0)
             if bc_weight is not None:
                 w = w * bc_weight
@@ -345,12 +350,15 @@ def make_agent(algo: str, obs_dim: int, act_dim: int, hidden: int = 256, seed: i
     return AGENTS[algo](obs_dim, act_dim, hidden=hidden, seed=seed, **kw)
 
 
-def batch(ds_arrays: dict, rows: np.ndarray, agent: Agent, rewards=None) -> dict:
-    """A torch batch of the given transition rows (observations normalised by the agent)."""
+def batch(ds_arrays: dict, rows: np.ndarray, agent: Agent, rewards=None, with_rows: bool = False) -> dict:
+    """A torch batch of the given transition rows (observations normalised by the agent); with_rows adds
+    the row indices ("rows"), through which step C reads its precomputed terms (unlearn.FrozenTerms)."""
     a = ds_arrays
     r = a["rewards"][rows] if rewards is None else rewards[rows]
+    extra = {"rows": torch.as_tensor(rows)} if with_rows else {}
     with torch.no_grad():
         return {
+            **extra,
             "s": agent.norm(torch.as_tensor(a["observations"][rows])),
             "a": torch.as_tensor(a["actions"][rows]),
             "r": torch.as_tensor(np.asarray(r, np.float32)),

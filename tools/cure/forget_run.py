@@ -27,6 +27,7 @@ from methodkit.tools.cure.unlearn import (
     Baseline,
     ForgetConfig,
     ForgetResult,
+    FrozenTerms,
     Scores,
     Unlearner,
     _restore,
@@ -174,7 +175,10 @@ def forget(
     if cfg.method == "trajdeleter":
         rewards = ds.arrays["rewards"].copy()
         rewards[rows_f] = -rewards[rows_f]
-    un = Unlearner(agent, agent0, cfg, base, margin)
+    frozen = None  # the frozen networks' terms, read by every step's batches
+    if cfg.method.startswith("cure") or cfg.method == "trajdeleter":
+        frozen = FrozenTerms(agent, agent0, base, ds.arrays, rows_r, rows_f)
+    un = Unlearner(agent, agent0, cfg, base, margin, frozen)
     un.lambda_s = lambda_s
     if not resume:
         snap = _snapshot(agent)
@@ -195,8 +199,8 @@ def forget(
             phase = int(cfg.method == "trajdeleter" and step >= n_steps // 2)
             br_rows = rows_r[rng.integers(0, len(rows_r), cfg.batch_size)]
             bf_rows = rows_f[rng.integers(0, len(rows_f), cfg.batch_size)]
-            br = batch(ds.arrays, br_rows, agent, rewards)
-            bf = batch(ds.arrays, bf_rows, agent, rewards)
+            br = batch(ds.arrays, br_rows, agent, rewards, with_rows=True)
+            bf = batch(ds.arrays, bf_rows, agent, rewards, with_rows=True)
             loss, qmax = un.step(br, bf, torch.as_tensor(w_rows[bf_rows]), phase)
             if not np.isfinite(loss) or qmax > 1e6:
                 if rollbacks:

@@ -194,12 +194,12 @@ def support_overlap(agent: Agent, ds: Dataset, query_ids, retained_ids, cfg: For
     probe = np.sort(rng.choice(len(ref_rows), min(2000, len(ref_rows)), replace=False))
     d_ref, _ = nearest(ref[probe], ref_nn, tid[ref_rows][probe], tid[ref_rows])
     radius = float(np.median(d_ref[np.isfinite(d_ref)]))
-    out = np.empty(len(query_ids))
-    for k, t in enumerate(query_ids):
-        rows = np.arange(ds.starts[t], ds.starts[t + 1])
-        d, _ = nearest(((x[rows] - mu) / sd).astype(np.float32), ref_nn, tid[rows], tid[ref_rows])
-        out[k] = float((d <= radius).mean())
-    return out
+    if len(query_ids) == 0:
+        return np.empty(0)
+    rows = np.concatenate([np.arange(ds.starts[t], ds.starts[t + 1]) for t in query_ids])
+    d, _ = nearest(((x[rows] - mu) / sd).astype(np.float32), ref_nn, tid[rows], tid[ref_rows])  # one call
+    lengths = np.array([ds.starts[t + 1] - ds.starts[t] for t in query_ids])
+    return np.add.reduceat((d <= radius).astype(np.float64), np.cumsum(lengths) - lengths) / lengths
 
 
 # ---------------------------------------------------------------- step A: retained baseline
@@ -269,35 +269,83 @@ def _restore(agent: Agent, snap: dict) -> None:
     agent.make_optimisers()
 
 
-class Unlearner:
-    """One gradient step of any method, on a retained batch br and a forget batch bf with gates wf."""
+class FrozenTerms:
+    """The terms of step C that read frozen networks, per dataset row, evaluated once in fixed chunks:
+    Q_0(s, a) and pi_0(s) on the retained rows (the anchors), b(s) on the forget rows (the suppression's
+    baseline). A batch that carries its "rows" reads them here instead of a forward pass every step; the
+    values are those forward passes' (on other row groupings, so equal up to float32 rounding)."""
 
-    def __init__(self, agent, agent0, cfg, base=None, margin=0.0):
+    def __init__(self, agent, agent0, base, arrays, rows_r, rows_f, chunk: int = 4096):
+        n = len(arrays["rewards"])
+        self.q0 = torch.full((n,), float("nan"))
+        self.pi0 = torch.full((n, agent0.act_dim), float("nan"))
+        self.b = torch.full((n,), float("nan"))
+        with torch.no_grad():
+            for k in range(0, len(rows_r), chunk):
+                rows = rows_r[k : k + chunk]
+                b = batch(arrays, rows, agent)
+                self.q0[rows] = agent0.q(b["s"], b["a"])
+                self.pi0[rows] = agent0.actor(b["s"])
+            for k in range(0, len(rows_f) if base is not None else 0, chunk):
+                rows = rows_f[k : k + chunk]
+                self.b[rows] = base(batch(arrays, rows, agent)["s"])
+
+
+class Unlearner:
+    """One gradient step of any method, on a retained batch br and a forget batch bf with gates wf.
+    With `frozen` (FrozenTerms) and batches that carry "rows", the frozen networks are not re-run."""
+
+    def __init__(self, agent, agent0, cfg, base=None, margin=0.0, frozen: FrozenTerms | None = None):
         self.agent, self.agent0, self.cfg, self.base, self.margin = agent, agent0, cfg, base, margin
+        self.frozen = frozen
         self.lambda_s = cfg.lambda_s
         self.rho = cfg.rho if cfg.rho is not None else 0.25 * agent.act_dim
+
+    def _q0(self, b):
+        if self.frozen is not None and "rows" in b:
+            return self.frozen.q0[b["rows"]]
+        with torch.no_grad():
+            return self.agent0.q(b["s"], b["a"])
+
+    def _pi0(self, b):
+        if self.frozen is not None and "rows" in b:
+            return self.frozen.pi0[b["rows"]]
+        with torch.no_grad():
+            return self.agent0.actor(b["s"])
+
+    def _base(self, b):
+        if self.frozen is not None and "rows" in b:
+            return self.frozen.b[b["rows"]]
+        with torch.no_grad():
+            return self.base(b["s"])
 
     def step(self, br: dict, bf: dict, wf: torch.Tensor, phase: int = 0) -> tuple[float, float]:
         ag, cfg, m = self.agent, self.cfg, self.cfg.method
         n_r = len(br["r"])
         if m in ("cure", "cure-uniform", "cure-noactor"):
-            # one twin-critic pass on B_r and B_f stacked serves all four terms; the targets (and their
-            # noise draws) stay per batch, in the order B_r then B_f
-            q1, q2 = ag.critic(torch.cat([br["s"], bf["s"]]), torch.cat([br["a"], bf["a"]]))
+            # one twin-critic pass on B_r and B_f stacked serves all four terms; for TD3+BC one target pass
+            # too, with the smoothing noise drawn per batch (B_r then B_f: the random stream is unchanged)
+            s, a = torch.cat([br["s"], bf["s"]]), torch.cat([br["a"], bf["a"]])
+            q1, q2 = ag.critic(s, a)
             q12_r, q12_f = (q1[:n_r], q2[:n_r]), (q1[n_r:], q2[n_r:])
-            with torch.no_grad():
-                b_f = self.base(bf["s"])
-                q0 = self.agent0.q(br["s"], br["a"])
-            loss = ag.critic_per_sample(br, q12=q12_r).mean()
+            kw_r = kw_f = {}
+            if ag.algo == "td3bc":  # one target pass on B_r u B_f, its noise drawn for B_r then B_f
+                y = ag.target(_cat(br, bf), parts=(n_r, len(bf["r"])))
+                kw_r, kw_f = {"y": y[:n_r]}, {"y": y[n_r:]}
+            if ag.algo == "iql":  # IQL's Q_target(s, a), shared by its V loss and its AWR weights
+                with torch.no_grad():
+                    self._qt = torch.minimum(*ag.critic_target(s, a))
+                kw_r, kw_f = {"qt": self._qt[:n_r]}, {"qt": self._qt[n_r:]}
+            b_f, q0 = self._base(bf), self._q0(br)
+            loss = ag.critic_per_sample(br, q12=q12_r, **kw_r).mean()
             q_f = torch.minimum(*q12_f)
             loss = loss + self.lambda_s * (wf * torch.relu(q_f - (b_f - self.margin)) ** 2).mean()
-            loss = loss + ((1 - wf) * ag.critic_per_sample(bf, q12=q12_f)).mean()
+            loss = loss + ((1 - wf) * ag.critic_per_sample(bf, q12=q12_f, **kw_f)).mean()
             loss = loss + cfg.lambda_a * ((torch.minimum(*q12_r) - q0) ** 2).mean()
         elif m == "neggrad":
             loss = ag.critic_per_sample(br).mean() - cfg.neggrad_weight * ag.critic_per_sample(bf).mean()
         elif m == "trajdeleter" and phase == 1:
-            with torch.no_grad():
-                q0 = self.agent0.q(br["s"], br["a"])
+            q0 = self._q0(br)
             q1, q2 = ag.critic(br["s"], br["a"])
             loss = ((q1 - q0) ** 2 + (q2 - q0) ** 2).mean()
         elif m in ("random-reward", "trajdeleter"):
@@ -319,19 +367,18 @@ class Unlearner:
         ag, cfg, m = self.agent, self.cfg, self.cfg.method
         if m in ("cure", "cure-uniform"):
             both, bc_w = _cat(br, bf), torch.cat([torch.ones(n_r), 1 - wf])
-            if ag.algo == "iql":
-                return ag.actor_per_sample(both, bc_weight=bc_w).mean()
+            if ag.algo == "iql":  # the critic step left Q_target unchanged: its pass on B_r u B_f serves
+                return ag.actor_per_sample(both, bc_weight=bc_w, qt=self._qt).mean()
             pi = ag.actor(both["s"])  # one actor pass: the backbone loss, the repel and the anchor terms
             loss = ag.actor_per_sample(both, bc_weight=bc_w, pi=pi).mean()
             pi_r, pi_f = pi[:n_r], pi[n_r:]
             loss = loss + cfg.lambda_r * (wf * torch.relu(self.rho - ((pi_f - bf["a"]) ** 2).sum(-1))).mean()
-            with torch.no_grad():
-                pi0 = self.agent0.actor(br["s"])
-            return loss + cfg.lambda_p * ((pi_r - pi0) ** 2).sum(-1).mean()
+            return loss + cfg.lambda_p * ((pi_r - self._pi0(br)) ** 2).sum(-1).mean()
+        if m == "cure-noactor" and ag.algo == "iql":
+            return ag.actor_per_sample(_cat(br, bf), qt=self._qt).mean()
         if m == "cure-noactor" or m in ("random-reward",) or (m == "trajdeleter" and phase == 0):
             return ag.actor_per_sample(_cat(br, bf)).mean()
         if m == "trajdeleter":
-            with torch.no_grad():
-                pi0 = self.agent0.actor(br["s"])
+            pi0 = self._pi0(br)
             return ag.actor_per_sample(br).mean() + ((ag.actor(br["s"]) - pi0) ** 2).sum(-1).mean()
         return ag.actor_per_sample(br).mean()  # finetune, neggrad
