@@ -93,3 +93,19 @@ def test_taxonomy_refuses_a_factor_the_hazard_does_not_define():
     with pytest.raises(DataError, match=r"t.yaml: hazards\.trip\.factors: factor 'timing' is not defined for trip"):
         taxonomy.validate(doc, "t.yaml")
     assert set(taxonomy.load("all")["hazards"]) == set(hazards.HAZARDS)  # the shipped 'all' lists every module
+
+
+@pytest.mark.parametrize("hz", [trip, pinch], ids=["trip", "pinch"])
+def test_top_down_view_draws_only_the_furniture_of_the_hazards_scene(hz):
+    from methodkit.tools.vesper import generate as g
+    from methodkit.tools.vesper import scene as sc
+
+    cam = g.TopDown(320, 240)
+    table_uv = np.array(cam.uv(2.6, 2.4))  # scene.py's corridor table
+    d, _ = hz.draw(np.random.default_rng(5), {"speed": [1.0, 1.2], "scale": 1.0}, next(iter(hz.FACTOR_KEY)))
+    rows = g.shapes_at(d, 1.0, cam, hz.simulator(320, 240), hz)
+    furniture = rows[(rows[:, 0] == 2) & (rows[:, 9] == sc.FURNITURE)]
+    at_table = np.linalg.norm(furniture[:, 1:3] - table_uv, axis=1) < 1e-6
+    assert at_table.any() == (hz is trip)  # the door scene has no table: its furniture is the wall and jamb
+    if hz is pinch:
+        assert len(furniture) == 3  # wall left, wall right, jamb

@@ -15,6 +15,7 @@ from methodkit.tools.vesper.scene import Params
 
 CONTACT_M = 0.01
 FACTOR_KEY = {"timing": "person_start_s", "stop_turn": "person_stop_y", "path_offset": "person_x"}
+CORRIDOR_FURNITURE = True  # the corridor scene
 prescreen = sc.prescreen_dmin
 
 

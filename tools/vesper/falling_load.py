@@ -19,6 +19,7 @@ from methodkit.tools.vesper.load import LOAD_HALF, LoadParams, shapes  # noqa: F
 prescreen = None
 TIP_Z = 2.3
 FACTOR_KEY = {"timing": "person_start_s", "path_offset": "person_x"}
+CORRIDOR_FURNITURE = True  # load.py builds on the corridor scene
 ACTIVE = "while the released box is in the air"
 HEAD_TOP = 1.71  # adult (scale 1) head top, metres
 

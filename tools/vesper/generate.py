@@ -85,8 +85,9 @@ def shapes_at(p: Params, t: float, cam: TopDown, sim=None, hz=collision) -> np.n
         ub, vb = cam.uv(b[0], b[1])
         rows.append([1, ua, va, ub, vb, r * cam.s, *colour, ident, max(a[2], b[2]) + r, 0])
 
-    box(0, 4.2, 4.5, 0.05, (120, 110, 100), FURNITURE, 2.0)
-    box(2.6, 2.4, 0.5, 0.4, (150, 100, 60), FURNITURE, 0.8)
+    if hz.CORRIDOR_FURNITURE:  # scene.py's back wall and table; a scene with its own furniture draws it in shapes()
+        box(0, 4.2, 4.5, 0.05, (120, 110, 100), FURNITURE, 2.0)
+        box(2.6, 2.4, 0.5, 0.4, (150, 100, 60), FURNITURE, 0.8)
     for prim in hz.shapes(sim, p, t):
         if prim[0] == "box":  # ("box", cx, cy, hx, hy, yaw, colour, z[, instance id: default the robot's])
             _, cx, cy, hx, hy, yaw, colour, z, *ident = prim

@@ -1,6 +1,7 @@
 """The hazard mechanisms this build simulates, by taxonomy name: each module gives FACTOR_KEY (the one
 scenario key a deciding factor changes), draw(rng, person_spec, factor) -> (dangerous, safe) params,
-simulator(width, height), events(params, trajectory) -> (active, hit) and shapes(sim, params, t)."""
+simulator(width, height), events(params, trajectory) -> (active, hit), shapes(sim, params, t) and
+CORRIDOR_FURNITURE (whether its scene holds scene.py's back wall and table, which the top-down view then draws)."""
 
 from __future__ import annotations
 

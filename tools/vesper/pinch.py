@@ -23,6 +23,7 @@ PHYS_DT = 0.002
 GAP = 1.2  # doorway width = panel travel
 PANEL = (GAP / 2, 0.03, 0.7)  # half sizes: a 1.4 m panel (the head shows above the wall)
 FACTOR_KEY = {"timing": "person_start_s", "stop_turn": "person_stop_y"}
+CORRIDOR_FURNITURE = False  # the door scene: its wall and jamb come from shapes()
 ACTIVE = "while the door is closing"
 prescreen = None
 

@@ -19,6 +19,7 @@ from methodkit.tools.vesper.load import LOAD_HALF, LoadParams, shapes  # noqa: F
 prescreen = None
 TIP_Z = 0.85
 FACTOR_KEY = {"path_offset": "person_x", "stop_turn": "person_stop_y"}
+CORRIDOR_FURNITURE = True  # load.py builds on the corridor scene
 ACTIVE = "while the box lies on the floor of the walkway"
 
 
